@@ -1,0 +1,123 @@
+// The contract between the run pipeline (src/runner/run.ts) and whoever starts runs and
+// publishes their results (the CLI's `solve`, the GitHub App). runner/ knows no GitHub.
+import type { StopReason } from '../leaf/protocol.js';
+
+export type SandboxKind = 'docker' | 'local';
+
+/** A credential for cloning, asked for only when needed (installation tokens expire). */
+export type CredentialProvider = () => Promise<{ username: string; password: string } | undefined>;
+
+export interface RunRequest {
+  /** Unique id of this run (used for labels, work dirs, logs). */
+  runId: string;
+  /** e.g. `owner/repo#123`; recorded in the trajectory. */
+  instanceId: string;
+  /** A local directory (a git repository) or a clone URL (https://, file://, ssh). */
+  repo: string;
+  /** Commit, branch or tag to start from; default: the remote's HEAD. */
+  revision?: string;
+  getCredential?: CredentialProvider;
+  /** The sanitized issue: title, blank line, body. Repo `instructions` and extra guidance are appended by the pipeline. */
+  issueText: string;
+  /** Extra guidance, e.g. the text after `/frognano retry`. */
+  extraGuidance?: string;
+  sandbox: SandboxKind;
+  /** Overrides of the repository configuration from the caller (CLI flags). */
+  overrides?: { image?: string; maxSteps?: number; timeoutMinutes?: number };
+  /** Where trajectory.json is written after every step (a directory). */
+  outDir: string;
+  signal?: AbortSignal;
+  onProgress?: (event: RunProgress) => void;
+}
+
+export type RunPhase =
+  | 'clone'
+  | 'config'
+  | 'sandbox'
+  | 'setup'
+  | 'verify-before'
+  | 'agent'
+  | 'capture'
+  | 'verify-after'
+  | 'policy'
+  | 'cleanup';
+
+export type RunProgress =
+  | { kind: 'phase'; phase: RunPhase }
+  | {
+      kind: 'step';
+      step: number;
+      maxSteps: number;
+      tools: string[];
+      elapsedMs: number;
+      contextTokens: number;
+    };
+
+export interface TestResult {
+  command: string;
+  /** Where the command came from: the repo config, or detected (and how). */
+  source: 'config' | 'detected';
+  exitCode: number;
+  timedOut: boolean;
+  /** The last few KB of combined output. */
+  outputTail: string;
+  durationMs: number;
+}
+
+export interface PolicyViolation {
+  rule: 'blocked_path' | 'git_dir' | 'patch_size';
+  detail: string;
+}
+
+/** How a run ended, beyond the Leaf stop reason: failures before or around the loop. */
+export type RunOutcome =
+  | 'completed' // the loop reached a stop reason and a patch (maybe empty) was captured
+  | 'config_error' // .github/frognano.yml invalid
+  | 'clone_failed'
+  | 'sandbox_failed'
+  | 'setup_failed'
+  | 'model_unreachable'
+  | 'cancelled';
+
+export interface StepSummary {
+  step: number;
+  tools: { name: string; args: string; outcome: string }[];
+  modelMs: number;
+  toolMs: number;
+}
+
+export interface RunResult {
+  runId: string;
+  outcome: RunOutcome;
+  /** One plain sentence when outcome is not `completed`. */
+  error?: string;
+  exitReason?: StopReason;
+  /** The commit the run started from. */
+  baseCommit?: string;
+  /** `git diff --binary` text; empty when the agent changed nothing. */
+  patch: string;
+  /** True when the loop ended on a limit, so the patch is partial work. */
+  partial: boolean;
+  filesChanged: string[];
+  finalMessage: string;
+  testCommand?: { command: string; source: 'config' | 'detected'; detail?: string };
+  verifyBefore?: TestResult;
+  verifyAfter?: TestResult;
+  setupTail?: string;
+  violations: PolicyViolation[];
+  steps: StepSummary[];
+  budgets: {
+    steps: number;
+    maxSteps: number;
+    contextTokens: number;
+    promptTokens: number;
+    completionTokens: number;
+    wallMs: number;
+    timeoutMs: number;
+  };
+  /** Milliseconds per phase. */
+  timings: Partial<Record<RunPhase, number>>;
+  trajectoryPath?: string;
+  /** True when setup was skipped thanks to a snapshot image. */
+  snapshotHit?: boolean;
+}
