@@ -1,0 +1,96 @@
+// Process configuration: read from the environment once, validated with zod, and every
+// bad key reported on its own line saying what is expected.
+import { z } from 'zod';
+import { DEFAULT_MAX_CONTEXT_TOKENS, DEFAULT_REQUEST } from './leaf/protocol.js';
+
+const number = (what: string, check: (n: number) => boolean) =>
+  z
+    .string()
+    .trim()
+    .refine((raw) => raw !== '' && Number.isFinite(Number(raw)) && check(Number(raw)), {
+      message: `must be ${what}`,
+    })
+    .transform(Number);
+
+const positiveInt = number('a positive integer', (n) => Number.isInteger(n) && n > 0);
+
+/** Sizes like `4g`, `512m`, `1048576`. */
+const byteSize = z
+  .string()
+  .trim()
+  .regex(/^\d+(\.\d+)?\s*[kmg]?i?b?$/i, { message: 'must be a size such as 4g, 512m or 1048576' })
+  .transform(parseByteSize);
+
+const httpUrl = z
+  .string()
+  .trim()
+  .refine((raw) => /^https?:\/\/[^\s]+$/.test(raw) && URL.canParse(raw), {
+    message: 'must be an http(s) URL such as http://localhost:8000/v1',
+  })
+  .transform((raw) => raw.replace(/\/+$/, ''));
+
+export const ProcessConfig = z.object({
+  FROGNANO_MODEL_URL: httpUrl.prefault('http://localhost:8000/v1'),
+  FROGNANO_MODEL: z
+    .string()
+    .trim()
+    .min(1, 'must name the served model')
+    .prefault(DEFAULT_REQUEST.model),
+  FROGNANO_API_KEY: z.string().optional(),
+  FROGNANO_TEMPERATURE: number('a number from 0 to 2', (n) => n >= 0 && n <= 2).prefault(
+    String(DEFAULT_REQUEST.temperature),
+  ),
+  FROGNANO_MAX_COMPLETION_TOKENS: positiveInt.prefault(String(DEFAULT_REQUEST.maxCompletionTokens)),
+  FROGNANO_MAX_CONTEXT_TOKENS: positiveInt.prefault(String(DEFAULT_MAX_CONTEXT_TOKENS)),
+  FROGNANO_MODEL_TIMEOUT_SECONDS: positiveInt.prefault('600'),
+  FROGNANO_MODEL_MAX_RETRIES: number(
+    'a whole number from 0 to 10',
+    (n) => Number.isInteger(n) && n >= 0 && n <= 10,
+  ).prefault('4'),
+  FROGNANO_SANDBOX: z
+    .enum(['docker', 'local'], { message: 'must be docker or local' })
+    .prefault('docker'),
+  FROGNANO_SANDBOX_IMAGE: z.string().trim().min(1).optional(),
+  FROGNANO_SANDBOX_MEMORY: byteSize.prefault('4g'),
+  FROGNANO_SANDBOX_CPUS: number('a number of CPUs above 0', (n) => n > 0).prefault('2'),
+  FROGNANO_SANDBOX_PIDS: positiveInt.prefault('512'),
+  FROGNANO_DATA_DIR: z.string().trim().min(1).prefault('./data'),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+      message: 'must be one of fatal, error, warn, info, debug, trace, silent',
+    })
+    .prefault('info'),
+});
+export type ProcessConfig = z.infer<typeof ProcessConfig>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(problems.join('\n'));
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses the environment; throws ConfigError with one line per bad variable. */
+export function loadProcessConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig {
+  const present = Object.fromEntries(
+    Object.keys(ProcessConfig.shape)
+      .filter((key) => env[key] !== undefined && env[key] !== '')
+      .map((key) => [key, env[key]]),
+  );
+  const parsed = ProcessConfig.safeParse(present);
+  if (parsed.success) return parsed.data;
+  throw new ConfigError(
+    parsed.error.issues.map((issue) => {
+      const key = String(issue.path[0] ?? '');
+      return `${key} ${issue.message} (got ${JSON.stringify(present[key])})`;
+    }),
+  );
+}
+
+export function parseByteSize(raw: string): number {
+  const match = /^(\d+(?:\.\d+)?)\s*([kmg]?)i?b?$/i.exec(raw.trim());
+  if (!match) throw new Error(`not a size: ${raw}`);
+  const unit = (match[2] ?? '').toLowerCase();
+  const scale = unit === 'g' ? 1024 ** 3 : unit === 'm' ? 1024 ** 2 : unit === 'k' ? 1024 : 1;
+  return Math.round(Number(match[1]) * scale);
+}

@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadProcessConfig, parseByteSize } from '../src/config.js';
+
+describe('loadProcessConfig', () => {
+  it('gives FrogNano defaults for an empty environment', () => {
+    const config = loadProcessConfig({});
+    expect(config.FROGNANO_MODEL_URL).toBe('http://localhost:8000/v1');
+    expect(config.FROGNANO_MODEL).toBe('microsoft/FrogNano-4B-2609');
+    expect(config.FROGNANO_TEMPERATURE).toBe(0.6);
+    expect(config.FROGNANO_MAX_COMPLETION_TOKENS).toBe(8192);
+    expect(config.FROGNANO_MAX_CONTEXT_TOKENS).toBe(131072);
+    expect(config.FROGNANO_SANDBOX).toBe('docker');
+    expect(config.FROGNANO_SANDBOX_MEMORY).toBe(4 * 1024 ** 3);
+  });
+
+  it('parses values and strips a trailing slash from the model URL', () => {
+    const config = loadProcessConfig({
+      FROGNANO_MODEL_URL: 'http://gpu-box:30000/v1/',
+      FROGNANO_TEMPERATURE: '0',
+      FROGNANO_SANDBOX_MEMORY: '512m',
+      FROGNANO_SANDBOX: 'local',
+    });
+    expect(config.FROGNANO_MODEL_URL).toBe('http://gpu-box:30000/v1');
+    expect(config.FROGNANO_TEMPERATURE).toBe(0);
+    expect(config.FROGNANO_SANDBOX_MEMORY).toBe(512 * 1024 ** 2);
+    expect(config.FROGNANO_SANDBOX).toBe('local');
+  });
+
+  it('reports every bad variable on its own line, naming what is expected', () => {
+    let error: unknown;
+    try {
+      loadProcessConfig({
+        FROGNANO_MODEL_URL: 'localhost:8000',
+        FROGNANO_TEMPERATURE: 'hot',
+        FROGNANO_SANDBOX_PIDS: '-3',
+      });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const lines = (error as ConfigError).problems;
+    expect(lines).toHaveLength(3);
+    expect(lines).toContain(
+      'FROGNANO_MODEL_URL must be an http(s) URL such as http://localhost:8000/v1 (got "localhost:8000")',
+    );
+    expect(lines).toContain('FROGNANO_TEMPERATURE must be a number from 0 to 2 (got "hot")');
+    expect(lines).toContain('FROGNANO_SANDBOX_PIDS must be a positive integer (got "-3")');
+  });
+});
+
+describe('parseByteSize', () => {
+  it.each([
+    ['1048576', 1048576],
+    ['64k', 65536],
+    ['1.5g', 1.5 * 1024 ** 3],
+    ['256MiB', 256 * 1024 ** 2],
+  ])('%s is %d bytes', (raw, bytes) => {
+    expect(parseByteSize(raw)).toBe(bytes);
+  });
+});

@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { Writable } from 'node:stream';
+import { redactSecrets, registerSecret } from '../src/redact.js';
+import { createLogger } from '../src/log.js';
+
+describe('redactSecrets', () => {
+  it('scrubs registered secrets and well-known token shapes', () => {
+    registerSecret('s3cret-model-key-123');
+    const text = [
+      'key s3cret-model-key-123 used',
+      'token ghs_abcdefghijklmnopqrstuvwxyz0123456789',
+      'url https://x-access-token:ghs_zzzzzzzzzzzzzzzzzzzzzzzz@github.com/o/r.git',
+      'Authorization: Basic eC1hY2Nlc3MtdG9rZW46Z2hz',
+    ].join('\n');
+    const out = redactSecrets(text);
+    expect(out).not.toContain('s3cret-model-key-123');
+    expect(out).not.toContain('ghs_');
+    expect(out).not.toContain('eC1hY2Nlc3MtdG9rZW46Z2hz');
+    expect(out).toContain('https://x-access-token:[REDACTED]@github.com/o/r.git');
+    expect(out).toContain('Authorization: Basic [REDACTED]');
+  });
+
+  it('leaves ordinary text alone', () => {
+    expect(redactSecrets('pytest passed in 0.3s')).toBe('pytest passed in 0.3s');
+  });
+});
+
+describe('createLogger', () => {
+  it('redacts secret fields and registered secrets inside messages', () => {
+    registerSecret('installation-token-value-xyz');
+    const lines: string[] = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const logger = createLogger({ level: 'info', destination });
+    logger.info({ token: 'abc', detail: 'saw installation-token-value-xyz' }, 'cloned');
+    const line = lines.join('');
+    expect(line).toContain('"msg":"cloned"');
+    expect(line).not.toContain('"abc"');
+    expect(line).not.toContain('installation-token-value-xyz');
+  });
+});
