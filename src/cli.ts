@@ -1,0 +1,105 @@
+// The `frognano` command: wiring only. Each command's work lives in src/commands/.
+import { Command, Option } from 'commander';
+import { ConfigError } from './config.js';
+import { UsageError } from './commands/solve-options.js';
+
+const program = new Command()
+  .name('frognano')
+  .description(
+    'Turn GitHub issues into draft pull requests written by FrogNano-4B in its Leaf harness.',
+  )
+  .showHelpAfterError('(run with --help for usage)');
+
+program
+  .command('start')
+  .description('Run the GitHub App: webhook server and workers in one process (npm start)')
+  .action(async () => {
+    const { startCommand } = await import('./commands/start.js');
+    await startCommand({ mode: 'all' });
+  });
+
+program
+  .command('serve')
+  .description('Run only the webhook server; workers run elsewhere (`frognano worker`)')
+  .action(async () => {
+    const { startCommand } = await import('./commands/start.js');
+    await startCommand({ mode: 'serve' });
+  });
+
+program
+  .command('worker')
+  .description('Run only workers that take queued runs')
+  .action(async () => {
+    const { startCommand } = await import('./commands/start.js');
+    await startCommand({ mode: 'worker' });
+  });
+
+program
+  .command('solve')
+  .description(
+    'Run FrogNano on one repository and write patch.diff, summary.md and trajectory.json',
+  )
+  .requiredOption('--repo <dir|git-url>', 'local git repository or clone URL')
+  .option('--issue-file <file>', 'file holding the task (title, blank line, body)')
+  .option('--issue <text>', 'the task as text')
+  .option('--out <dir>', 'output directory', 'frognano-out')
+  .addOption(
+    new Option(
+      '--sandbox <kind>',
+      'where the agent runs (default docker, or FROGNANO_SANDBOX)',
+    ).choices(['docker', 'local']),
+  )
+  .option('--image <image>', 'sandbox image (overrides .github/frognano.yml)')
+  .option('--revision <rev>', 'commit, branch or tag to start from (default: HEAD)')
+  .option('--model-url <url>', 'OpenAI-compatible base URL (default FROGNANO_MODEL_URL)')
+  .option('--model <name>', 'served model name (default FROGNANO_MODEL)')
+  .option('--max-steps <n>', 'step budget (default 150 or the repo config)')
+  .option('--timeout-minutes <n>', 'wall-clock budget of the agent loop')
+  .action(async (options: Record<string, unknown>) => {
+    const { solve } = await import('./commands/solve.js');
+    const controller = new AbortController();
+    const onSignal = () => controller.abort();
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    try {
+      process.exitCode = await solve(options, {
+        stderr: (line) => process.stderr.write(`${line}\n`),
+        env: process.env,
+        signal: controller.signal,
+      });
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+  });
+
+program
+  .command('reap')
+  .description('Remove containers, snapshot images and work directories left by dead runs')
+  .action(async () => {
+    const { reapCommand } = await import('./commands/reap.js');
+    process.exitCode = await reapCommand({
+      stdout: (line) => process.stdout.write(`${line}\n`),
+      env: process.env,
+    });
+  });
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  process.exitCode = 2;
+  if (error instanceof UsageError || error instanceof ConfigError) {
+    process.stderr.write(`frognano: ${error.message}\n`);
+  } else if (error instanceof Error && isOneLineFailure(error)) {
+    process.stderr.write(`frognano: ${error.message}\n`);
+  } else {
+    process.stderr.write(
+      `frognano: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+  }
+}
+
+/** Errors whose message is already the one actionable line for the user. */
+function isOneLineFailure(error: Error): boolean {
+  return ['DockerUnavailableError', 'ModelEndpointError', 'RepoConfigError'].includes(error.name);
+}

@@ -1,0 +1,42 @@
+// Reaching the Docker engine, with a failure that says where we looked and what to do.
+import Docker from 'dockerode';
+
+/** Dockerode honours DOCKER_HOST (unix://, tcp://, ssh://) and DOCKER_CERT_PATH/DOCKER_TLS_VERIFY. */
+export function connectDocker(env: NodeJS.ProcessEnv = process.env): Docker {
+  return env.DOCKER_HOST ? new Docker() : new Docker({ socketPath: '/var/run/docker.sock' });
+}
+
+export function describeDockerEndpoint(env: NodeJS.ProcessEnv = process.env): string {
+  return env.DOCKER_HOST ? `DOCKER_HOST=${env.DOCKER_HOST}` : 'unix:///var/run/docker.sock';
+}
+
+export class DockerUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DockerUnavailableError';
+  }
+}
+
+/** Pings the engine within `timeoutMs`; throws DockerUnavailableError with one actionable line. */
+export async function assertDockerReachable(
+  docker: Docker,
+  options: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
+): Promise<void> {
+  const timeoutMs = options.timeoutMs ?? 3000;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      docker.ping(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new DockerUnavailableError(
+      `no Docker engine at ${describeDockerEndpoint(options.env)} (${reason}); start one (e.g. \`sudo dockerd &\` or \`systemctl start docker\`), set DOCKER_HOST, or use --sandbox local for development`,
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+}
