@@ -1,0 +1,225 @@
+// Checks on the patch text that crosses back from the sandbox. The text was produced by
+// git inside a container the agent controlled (its .git config included), so it is read
+// the way `git apply -p1` would read it, not trusted to be well-formed.
+import picomatch from 'picomatch';
+import type { PolicyViolation } from './run-types.js';
+
+export const DEFAULT_MAX_PATCH_BYTES = 1024 * 1024;
+
+export interface PatchPolicy {
+  /** Globs (picomatch, dotfiles included); a glob without `/` matches a name at any depth. */
+  blockedPaths: readonly string[];
+  maxPatchBytes?: number;
+}
+
+/** Every path the patch touches, in order of first appearance (both sides of renames and copies). */
+export function patchFiles(patch: string): string[] {
+  const seen = new Set<string>();
+  for (const block of splitBlocks(patch)) for (const p of block) seen.add(p);
+  return [...seen];
+}
+
+export function checkPatch(patch: string, policy: PatchPolicy): PolicyViolation[] {
+  const violations: PolicyViolation[] = [];
+  const maxBytes = policy.maxPatchBytes ?? DEFAULT_MAX_PATCH_BYTES;
+  const size = Buffer.byteLength(patch, 'utf8');
+  if (size > maxBytes) {
+    violations.push({
+      rule: 'patch_size',
+      detail: `the patch is ${size} bytes, more than the ${maxBytes} allowed`,
+    });
+  }
+  const matchers = policy.blockedPaths.map((glob) => ({ glob, match: compile(glob) }));
+  for (const file of patchFiles(patch)) {
+    if (touchesGitDir(file)) {
+      violations.push({ rule: 'git_dir', detail: `${file} is inside a .git directory` });
+      continue;
+    }
+    if (escapesRepository(file)) {
+      violations.push({ rule: 'blocked_path', detail: `${file} is outside the repository` });
+      continue;
+    }
+    const hit = matchers.find(({ match }) => candidates(file).some((c) => match(c)));
+    if (hit)
+      violations.push({ rule: 'blocked_path', detail: `${file} matches blocked path ${hit.glob}` });
+  }
+  if (!violations.some((v) => v.rule === 'git_dir')) {
+    for (const line of patch.split('\n')) {
+      // Belt and braces: a header naming `.git` is refused even if it names no usable file.
+      if (line.startsWith('diff --git ') && /(^|[\s/"])\.git([\s/"]|$)/i.test(line.slice(11))) {
+        violations.push({
+          rule: 'git_dir',
+          detail: `the patch header "${line.slice(0, 120)}" names a .git path`,
+        });
+      }
+    }
+  }
+  return violations;
+}
+
+function compile(glob: string): (p: string) => boolean {
+  const pattern = glob.replace(/^\.\//, '').replace(/\/$/, '/**');
+  return picomatch(pattern, { dot: true, nocase: true, basename: !pattern.includes('/') });
+}
+
+/** The path and each directory above it, so `secrets` also blocks `secrets/key.pem`. */
+function candidates(file: string): string[] {
+  const parts = file.split('/');
+  return parts.map((_, i) => parts.slice(0, i + 1).join('/')).reverse();
+}
+
+function touchesGitDir(file: string): boolean {
+  // Case-insensitive file systems, and Windows trimming trailing dots and spaces, make
+  // these `.git` too when the patch is applied there.
+  return file
+    .split(/[/\\]/)
+    .some(
+      (seg) => seg.replace(/[. ]+$/, '').toLowerCase() === '.git' || seg.toLowerCase() === '.git',
+    );
+}
+
+function escapesRepository(file: string): boolean {
+  return file.startsWith('/') || file.split(/[/\\]/).some((seg) => seg === '..');
+}
+
+/** Paths per `diff --git` block (and per bare `---`/`+++` pair outside any block). */
+function splitBlocks(patch: string): string[][] {
+  const blocks: string[][] = [];
+  let current: string[] | undefined;
+  let pendingHeader: string | undefined;
+  const add = (p: string | undefined) => {
+    if (p === undefined || p === '' || p === '/dev/null') return;
+    if (!current) blocks.push((current = []));
+    if (!current.includes(p)) current.push(p);
+  };
+  const closeBlock = () => {
+    // An asymmetric unquoted header names its files only through rename/---/+++ lines;
+    // if none came, fall back to a plausible split so nothing goes unchecked.
+    if (pendingHeader !== undefined && current && current.length === 0) {
+      const cut = pendingHeader.indexOf(' ', pendingHeader.indexOf('/'));
+      const parts =
+        cut > 0 ? [pendingHeader.slice(0, cut), pendingHeader.slice(cut + 1)] : [pendingHeader];
+      for (const p of parts) add(stripComponent(p));
+    }
+    pendingHeader = undefined;
+  };
+  let inBinary = false;
+  let oldLeft = 0;
+  let newLeft = 0;
+  for (const line of patch.split('\n')) {
+    if (oldLeft > 0 || newLeft > 0) {
+      // Inside a hunk: `--- x` here is a removed line `-- x`, not a file name.
+      const tag = line[0];
+      if (tag === '-' || tag === ' ' || line === '') oldLeft--;
+      if (tag === '+' || tag === ' ' || line === '') newLeft--;
+      continue;
+    }
+    if (line.startsWith('diff --git ')) {
+      closeBlock();
+      blocks.push((current = []));
+      inBinary = false;
+      const rest = line.slice('diff --git '.length);
+      const names = headerPaths(rest);
+      if (names) for (const p of names) add(p);
+      else pendingHeader = rest;
+      continue;
+    }
+    if (inBinary) continue;
+    if (line === 'GIT binary patch') {
+      inBinary = true;
+      continue;
+    }
+    let m: RegExpExecArray | null;
+    if ((m = /^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@/.exec(line))) {
+      oldLeft = m[1] === undefined ? 1 : Number(m[1]);
+      newLeft = m[2] === undefined ? 1 : Number(m[2]);
+    } else if ((m = /^(?:---|\+\+\+) (.*)$/.exec(line))) {
+      const name = unquote(m[1]!.replace(/\t.*$/, ''));
+      if (name !== '/dev/null') add(stripComponent(name));
+    } else if ((m = /^(?:rename|copy) (?:from|to) (.*)$/.exec(line))) {
+      add(unquote(m[1]!));
+    }
+  }
+  closeBlock();
+  return blocks;
+}
+
+/**
+ * `a/x b/y`, either side maybe C-quoted. Unquoted names with spaces can only be split
+ * when both sides name the same file; otherwise undefined (the other lines tell).
+ */
+function headerPaths(rest: string): string[] | undefined {
+  if (!rest.includes('"')) {
+    const half = (rest.length - 1) / 2;
+    if (Number.isInteger(half) && rest[half] === ' ') {
+      const [a, b] = [stripComponent(rest.slice(0, half)), stripComponent(rest.slice(half + 1))];
+      if (a === b) return [a];
+    }
+    return undefined;
+  }
+  const names: string[] = [];
+  let s = rest;
+  while (s.length > 0) {
+    if (s.startsWith('"')) {
+      const end = closingQuote(s);
+      names.push(unquote(s.slice(0, end + 1)));
+      s = s.slice(end + 1).replace(/^ /, '');
+    } else {
+      // One side unquoted, the other quoted: the unquoted one ends where the quote starts.
+      const q = s.indexOf(' "');
+      const cut = q >= 0 ? q : s.length;
+      names.push(s.slice(0, cut));
+      s = s.slice(cut).replace(/^ /, '');
+    }
+  }
+  return names.map(stripComponent);
+}
+
+function closingQuote(s: string): number {
+  for (let i = 1; i < s.length; i++) {
+    if (s[i] === '\\') i++;
+    else if (s[i] === '"') return i;
+  }
+  return s.length - 1;
+}
+
+/** `git apply -p1`: drop everything up to the first slash, whatever the prefix was. */
+function stripComponent(name: string): string {
+  const slash = name.indexOf('/');
+  return slash < 0 ? name : name.slice(slash + 1).replace(/^\/+/, '');
+}
+
+/** Git's C-style quoting: `"a/caf\303\251 \"x\".txt"` → bytes → UTF-8. */
+function unquote(name: string): string {
+  if (!name.startsWith('"') || !name.endsWith('"') || name.length < 2) return name;
+  const body = name.slice(1, -1);
+  const bytes: number[] = [];
+  const escapes: Record<string, number> = {
+    a: 7,
+    b: 8,
+    t: 9,
+    n: 10,
+    v: 11,
+    f: 12,
+    r: 13,
+    '"': 34,
+    '\\': 92,
+  };
+  for (let i = 0; i < body.length; i++) {
+    const ch = body[i]!;
+    if (ch !== '\\') {
+      bytes.push(...Buffer.from(ch, 'utf8'));
+      continue;
+    }
+    const next = body[i + 1] ?? '';
+    if (/[0-7]/.test(next)) {
+      const oct = /^[0-7]{1,3}/.exec(body.slice(i + 1))![0];
+      bytes.push(parseInt(oct, 8) & 0xff);
+      i += oct.length;
+    } else {
+      bytes.push(escapes[next] ?? next.charCodeAt(0));
+      i += 1;
+    }
+  }
+  return Buffer.from(bytes).toString('utf8');
+}

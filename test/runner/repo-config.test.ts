@@ -1,0 +1,154 @@
+import { mkdtempSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  DEFAULT_BLOCKED_PATHS,
+  RepoConfigError,
+  loadRepoConfig,
+} from '../../src/runner/repo-config.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function tree(config?: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'repo-config-'));
+  dirs.push(dir);
+  if (config !== undefined) {
+    mkdirSync(path.join(dir, '.github'));
+    writeFileSync(path.join(dir, '.github/frognano.yml'), config);
+  }
+  return dir;
+}
+
+async function errorOf(config: string): Promise<string> {
+  const err = await loadRepoConfig(tree(config)).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(RepoConfigError);
+  const message = (err as Error).message;
+  expect(message).not.toContain('\n');
+  return message;
+}
+
+describe('loadRepoConfig', () => {
+  it('gives the defaults when the file is missing or empty', async () => {
+    const defaults = { setup: [], network: 'none', blocked_paths: ['.github/**'] };
+    expect(await loadRepoConfig(tree())).toEqual(defaults);
+    expect(await loadRepoConfig(tree(''))).toEqual(defaults);
+    expect(await loadRepoConfig(tree('# only a comment\n'))).toEqual(defaults);
+  });
+
+  it('reads every field', async () => {
+    const config = await loadRepoConfig(
+      tree(
+        [
+          'image: python:3.12-slim',
+          'setup:',
+          '  - pip install -e .',
+          '  - pip install pytest',
+          'test: python3 -m pytest -x tests',
+          'network: setup',
+          'instructions: |',
+          '  Keep the public API stable.',
+          'max_steps: 40',
+          'timeout_minutes: 12.5',
+          'blocked_paths: ["docs/**", "*.lock"]',
+        ].join('\n'),
+      ),
+    );
+    expect(config).toEqual({
+      image: 'python:3.12-slim',
+      setup: ['pip install -e .', 'pip install pytest'],
+      test: 'python3 -m pytest -x tests',
+      network: 'setup',
+      instructions: 'Keep the public API stable.',
+      max_steps: 40,
+      timeout_minutes: 12.5,
+      blocked_paths: ['.github/**', 'docs/**', '*.lock'],
+    });
+  });
+
+  it('accepts setup as a single command', async () => {
+    expect((await loadRepoConfig(tree('setup: make deps'))).setup).toEqual(['make deps']);
+  });
+
+  it('extends the default blocked paths instead of replacing them', async () => {
+    const config = await loadRepoConfig(tree('blocked_paths: []'));
+    expect(config.blocked_paths).toEqual([...DEFAULT_BLOCKED_PATHS]);
+    const again = await loadRepoConfig(tree('blocked_paths: [".github/**", "x/**"]'));
+    expect(again.blocked_paths).toEqual(['.github/**', 'x/**']);
+  });
+
+  it('drops blank instructions', async () => {
+    expect((await loadRepoConfig(tree('instructions: "   "'))).instructions).toBeUndefined();
+  });
+
+  it.each([
+    ['max_steps: lots', '.github/frognano.yml: max_steps must be a positive integer (got "lots")'],
+    ['max_steps: 0', '.github/frognano.yml: max_steps must be a positive integer (got 0)'],
+    ['max_steps: 1.5', '.github/frognano.yml: max_steps must be a positive integer (got 1.5)'],
+    [
+      'timeout_minutes: -3',
+      '.github/frognano.yml: timeout_minutes must be a positive number of minutes (got -3)',
+    ],
+    [
+      'timeout_minutes: 100000',
+      '.github/frognano.yml: timeout_minutes must be at most 1440 minutes (got 100000)',
+    ],
+    ['network: full', '.github/frognano.yml: network must be "none" or "setup" (got "full")'],
+    ['setup: [make, 3]', '.github/frognano.yml: setup[1] must be a non-empty command (got 3)'],
+    [
+      'setup: {a: b}',
+      '.github/frognano.yml: setup must be a command or a list of commands (got a mapping)',
+    ],
+    ['test: ""', '.github/frognano.yml: test must be a non-empty command (got "")'],
+    [
+      'image: "python 3"',
+      '.github/frognano.yml: image must be an image name without spaces (got "python 3")',
+    ],
+    [
+      'blocked_paths: docs',
+      '.github/frognano.yml: blocked_paths must be a list of globs (got "docs")',
+    ],
+    ['instructions: [a]', '.github/frognano.yml: instructions must be text (got a list)'],
+    [
+      'max_step: 3',
+      '.github/frognano.yml: unknown key "max_step" (expected one of: image, setup, test, network, instructions, max_steps, timeout_minutes, blocked_paths)',
+    ],
+    ['- a\n- b', '.github/frognano.yml: must be a mapping of keys'],
+  ])('rejects %j with one line naming the key', async (config, expected) => {
+    expect(await errorOf(config)).toContain(expected);
+  });
+
+  it('reports YAML syntax errors with their position', async () => {
+    expect(await errorOf('setup: [make\ntest: x')).toMatch(
+      /^\.github\/frognano\.yml: invalid YAML at line \d+, column \d+: /,
+    );
+    expect(await errorOf('test: a\ntest: b')).toBe(
+      '.github/frognano.yml: invalid YAML at line 2, column 1: Map keys must be unique',
+    );
+  });
+
+  it('refuses a config that is a symlink (it could point at a host file)', async () => {
+    const dir = tree();
+    mkdirSync(path.join(dir, '.github'));
+    symlinkSync('/etc/hostname', path.join(dir, '.github/frognano.yml'));
+    await expect(loadRepoConfig(dir)).rejects.toThrow(
+      '.github/frognano.yml: must be a regular file, not a symbolic link',
+    );
+    const other = tree();
+    const outside = tree('test: echo leaked');
+    symlinkSync(path.join(outside, '.github'), path.join(other, '.github'));
+    await expect(loadRepoConfig(other)).rejects.toThrow(RepoConfigError);
+  });
+
+  it('refuses an oversized file', async () => {
+    await expect(loadRepoConfig(tree(`instructions: "${'x'.repeat(70_000)}"`))).rejects.toThrow(
+      /at most 65536 allowed/,
+    );
+  });
+});
