@@ -1,0 +1,294 @@
+// The Model seam on the `openai` SDK, pointed at any OpenAI-compatible server (vLLM, SGLang,
+// llama.cpp). Sends exactly the request of leaf-protocol.md §2 and reduces the answer to the
+// assistant-field whitelist of §1.
+import { randomBytes } from 'node:crypto';
+import OpenAI from 'openai';
+import { z } from 'zod';
+import { registerSecret } from '../redact.js';
+import type { AssistantMessage, ChatMessage, ToolCall } from './messages.js';
+import type { Model, ModelResponse, TokenUsage } from './model.js';
+import { DEFAULT_REQUEST, type ToolSchema } from './protocol.js';
+
+// Fields the client sets itself; letting extraBody override them would silently change §2.
+const RESERVED_BODY_FIELDS = [
+  'model',
+  'messages',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'temperature',
+  'max_completion_tokens',
+  'stream',
+];
+
+export const ModelConfig = z.object({
+  /** e.g. `http://localhost:8000/v1` */
+  baseUrl: z.url({ protocol: /^https?$/, error: 'baseUrl must be an http(s) URL' }),
+  model: z.string().min(1).default(DEFAULT_REQUEST.model),
+  /** Local servers usually need none; a placeholder is sent then (the SDK requires one). */
+  apiKey: z.string().optional(),
+  temperature: z.number().min(0).max(2).default(DEFAULT_REQUEST.temperature),
+  maxCompletionTokens: z.number().int().positive().default(DEFAULT_REQUEST.maxCompletionTokens),
+  parallelToolCalls: z.boolean().default(DEFAULT_REQUEST.parallelToolCalls),
+  /** Sent at the top level of the body. Replaces the defaults as a whole when given. */
+  extraBody: z
+    .record(z.string(), z.unknown())
+    .refine((body) => !RESERVED_BODY_FIELDS.some((key) => key in body), {
+      error: `extraBody must not set ${RESERVED_BODY_FIELDS.join(', ')}: use the dedicated settings`,
+    })
+    .default(() => structuredClone(DEFAULT_REQUEST.extraBody) as Record<string, unknown>),
+  /** Per attempt. */
+  timeoutMs: z.number().int().positive().default(600_000),
+  /** Retries on connection errors, timeouts, 408/409/429 and 5xx, with exponential backoff. */
+  maxRetries: z.number().int().min(0).max(20).default(4),
+});
+export type ModelConfig = z.infer<typeof ModelConfig>;
+export type ModelConfigInput = z.input<typeof ModelConfig>;
+
+/** vLLM without `--api-key` accepts any key; the SDK refuses to run without one. */
+const PLACEHOLDER_API_KEY = 'EMPTY';
+
+export function createOpenAIModel(input: ModelConfigInput): Model {
+  const config = ModelConfig.parse(input);
+  registerSecret(config.apiKey);
+  const client = createClient(config);
+
+  return {
+    async complete(messages, tools, signal): Promise<ModelResponse> {
+      const started = performance.now();
+      const completion = await client.chat.completions.create(
+        requestBody(config, messages, tools),
+        {
+          signal,
+        },
+      );
+      const latencyMs = performance.now() - started;
+      return reduceCompletion(completion, latencyMs);
+    },
+  };
+}
+
+/** The §2 body, key order fixed: model, messages, tools, tool_choice, parallel_tool_calls, temperature, max_completion_tokens, extra body. */
+function requestBody(
+  config: ModelConfig,
+  messages: readonly ChatMessage[],
+  tools: readonly ToolSchema[],
+): OpenAI.ChatCompletionCreateParamsNonStreaming {
+  const body: Record<string, unknown> = {
+    model: config.model,
+    messages,
+    tools,
+    tool_choice: 'auto',
+    parallel_tool_calls: config.parallelToolCalls,
+    temperature: config.temperature,
+    max_completion_tokens: config.maxCompletionTokens,
+    ...config.extraBody,
+  };
+  // The SDK serializes the object as given; the extra sampling fields are vLLM/SGLang
+  // extensions the SDK's types do not know.
+  return body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming;
+}
+
+function createClient(config: ModelConfig): OpenAI {
+  return new OpenAI({
+    baseURL: config.baseUrl,
+    apiKey: config.apiKey || PLACEHOLDER_API_KEY,
+    // Explicit nulls keep OPENAI_ORG_ID / OPENAI_PROJECT_ID from the environment out of
+    // requests to a third-party endpoint.
+    organization: null,
+    project: null,
+    timeout: config.timeoutMs,
+    maxRetries: config.maxRetries,
+    fetch: fetchWithReadableErrors,
+  });
+}
+
+/**
+ * SGLang and older vLLM answer errors as `{"object":"error","message":...}`, without the
+ * `error` envelope the SDK looks for, and the SDK then reports only "400 status code (no
+ * body)". A context overflow must be recognisable from its text (§5), so error bodies are
+ * rewritten into the envelope before the SDK reads them.
+ */
+const fetchWithReadableErrors: typeof fetch = async (url, init) => {
+  const response = await fetch(url, init);
+  if (response.ok) return response;
+  const text = await response.text();
+  const headers = new Headers(response.headers);
+  headers.delete('content-length');
+  headers.delete('content-encoding');
+  return new Response(normalizeErrorBody(text), {
+    status: response.status,
+    statusText: response.statusText,
+    headers,
+  });
+};
+
+function normalizeErrorBody(text: string): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (isRecord(parsed)) {
+    if (isRecord(parsed.error)) return text;
+    if (typeof parsed.error === 'string')
+      return JSON.stringify({ error: { message: parsed.error } });
+    if (typeof parsed.message === 'string') return JSON.stringify({ error: parsed });
+    if (typeof parsed.detail === 'string')
+      return JSON.stringify({ error: { message: parsed.detail } });
+  }
+  const message = text.trim() === '' ? 'empty error body' : text.trim().slice(0, 2000);
+  return JSON.stringify({ error: { message } });
+}
+
+const RawToolCall = z.object({
+  id: z.string().nullish(),
+  type: z.string().nullish(),
+  function: z.object({
+    name: z.string(),
+    // Some servers send an object instead of the JSON string the API specifies.
+    arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).nullish(),
+  }),
+});
+
+const RawCompletion = z.object({
+  choices: z
+    .array(
+      z.object({
+        message: z.object({
+          content: z.string().nullish(),
+          tool_calls: z.array(RawToolCall).nullish(),
+          reasoning_content: z.string().nullish(),
+          reasoning: z.string().nullish(),
+        }),
+        finish_reason: z.string().nullish(),
+      }),
+    )
+    .min(1, { error: 'the model response has no choices' }),
+  usage: z
+    .object({
+      prompt_tokens: z.number().nullish(),
+      completion_tokens: z.number().nullish(),
+      total_tokens: z.number().nullish(),
+    })
+    .nullish(),
+});
+
+/** Reduces a completion to the §1 whitelist. Exported for tests. */
+export function reduceCompletion(completion: unknown, latencyMs: number): ModelResponse {
+  const parsed = RawCompletion.safeParse(completion);
+  if (!parsed.success) {
+    throw new Error(
+      `malformed chat completion from the model server: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
+    );
+  }
+  const choice = parsed.data.choices[0]!;
+  const raw = choice.message;
+  const message: AssistantMessage = { role: 'assistant', content: raw.content ?? null };
+  const toolCalls: ToolCall[] = (raw.tool_calls ?? []).map((call, index) => ({
+    // ids pair tool messages with calls; a server that sends none still needs unique ones
+    id: call.id || `call_${randomBytes(6).toString('hex')}_${index}`,
+    type: 'function',
+    function: {
+      name: call.function.name,
+      arguments:
+        typeof call.function.arguments === 'string'
+          ? call.function.arguments
+          : call.function.arguments == null
+            ? ''
+            : JSON.stringify(call.function.arguments),
+    },
+  }));
+  if (toolCalls.length > 0) message.tool_calls = toolCalls;
+  // Echo reasoning under the name(s) the server used: vLLM reads only `reasoning`,
+  // SGLang only `reasoning_content` (leaf-protocol.md §1).
+  if (raw.reasoning_content) message.reasoning_content = raw.reasoning_content;
+  if (raw.reasoning) message.reasoning = raw.reasoning;
+
+  const usage = parsed.data.usage;
+  const response: ModelResponse = {
+    message,
+    finishReason: choice.finish_reason ?? null,
+    latencyMs,
+  };
+  if (usage) {
+    const reduced: TokenUsage = {};
+    if (typeof usage.prompt_tokens === 'number') reduced.promptTokens = usage.prompt_tokens;
+    if (typeof usage.completion_tokens === 'number')
+      reduced.completionTokens = usage.completion_tokens;
+    if (typeof usage.total_tokens === 'number') reduced.totalTokens = usage.total_tokens;
+    response.usage = reduced;
+  }
+  return response;
+}
+
+const ModelList = z.object({ data: z.array(z.object({ id: z.string() })) });
+
+/**
+ * Fails fast, in one actionable line, when the endpoint is down or does not serve the
+ * configured model. `GET {baseUrl}/models`.
+ */
+export async function checkModelEndpoint(
+  input: ModelConfigInput,
+  options: { timeoutMs?: number } = {},
+): Promise<void> {
+  const config = ModelConfig.parse(input);
+  registerSecret(config.apiKey);
+  const url = `${config.baseUrl.replace(/\/+$/, '')}/models`;
+  const startHint = `start an OpenAI-compatible server there first, e.g. \`vllm serve ${config.model} --enable-auto-tool-choice --tool-call-parser qwen3_coder --reasoning-parser qwen3\`, or point the model URL at a running one`;
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      headers: { authorization: `Bearer ${config.apiKey || PLACEHOLDER_API_KEY}` },
+      signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
+    });
+  } catch (error) {
+    throw new Error(
+      `model endpoint ${config.baseUrl} is unreachable (${causeText(error)}): ${startHint}`,
+    );
+  }
+  if (response.status === 401 || response.status === 403) {
+    throw new Error(
+      `model endpoint ${config.baseUrl} refused the API key (HTTP ${response.status} on GET /models): set the key the server was started with`,
+    );
+  }
+  const text = await response.text().catch(() => '');
+  if (!response.ok) {
+    throw new Error(
+      `model endpoint ${config.baseUrl} answered HTTP ${response.status} to GET /models: check that the URL ends in /v1 and points at an OpenAI-compatible server`,
+    );
+  }
+  let list: z.infer<typeof ModelList>;
+  try {
+    list = ModelList.parse(JSON.parse(text));
+  } catch {
+    throw new Error(
+      `model endpoint ${config.baseUrl} did not answer GET /models with a model list: check that the URL ends in /v1 and points at an OpenAI-compatible server`,
+    );
+  }
+  const ids = list.data.map((entry) => entry.id);
+  if (!ids.includes(config.model)) {
+    const served = ids.length > 0 ? ids.join(', ') : 'nothing';
+    throw new Error(
+      `model endpoint ${config.baseUrl} does not serve ${config.model} (it serves: ${served}): configure one of those models or serve ${config.model} there`,
+    );
+  }
+}
+
+function causeText(error: unknown): string {
+  if (error instanceof Error) {
+    if (error.name === 'TimeoutError') return 'no answer within the timeout';
+    const cause = error.cause;
+    if (cause instanceof Error) {
+      const code = (cause as NodeJS.ErrnoException).code;
+      return code ? `${code}` : cause.message;
+    }
+    return error.message;
+  }
+  return String(error);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
