@@ -1,0 +1,343 @@
+import { execFileSync, spawn } from 'node:child_process';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+  mkdirSync,
+} from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  CloneError,
+  HOST_GIT_CONFIG,
+  RUN_MARKER,
+  gitEnv,
+  prepareWorkspace,
+} from '../../src/runner/workspace.js';
+
+const temps: string[] = [];
+function temp(prefix: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  temps.push(dir);
+  return dir;
+}
+afterAll(() => {
+  for (const d of temps) rmSync(d, { recursive: true, force: true });
+});
+
+const GIT_ENV = {
+  ...process.env,
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_AUTHOR_NAME: 't',
+  GIT_AUTHOR_EMAIL: 't@example.invalid',
+  GIT_COMMITTER_NAME: 't',
+  GIT_COMMITTER_EMAIL: 't@example.invalid',
+};
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', args, { cwd, encoding: 'utf8', env: GIT_ENV }).trim();
+}
+
+/** A bare "remote" with one commit on main; returns helpers to add commits through a work clone. */
+function makeRemote(): { bare: string; commit: (file: string, text: string) => string } {
+  const root = temp('ws-remote-');
+  const bare = path.join(root, 'project.git');
+  git(root, 'init', '-q', '--bare', '-b', 'main', bare);
+  const work = path.join(root, 'work');
+  git(root, 'clone', '-q', bare, work);
+  git(work, 'checkout', '-q', '-b', 'main');
+  const commit = (file: string, text: string) => {
+    mkdirSync(path.dirname(path.join(work, file)), { recursive: true });
+    writeFileSync(path.join(work, file), text);
+    git(work, 'add', '-A');
+    git(work, 'commit', '-q', '-m', `edit ${file}`);
+    git(work, 'push', '-q', 'origin', 'HEAD:main');
+    return git(work, 'rev-parse', 'HEAD');
+  };
+  commit('README.md', 'one\n');
+  return { bare, commit };
+}
+
+function dirs() {
+  const root = temp('ws-');
+  return { cacheDir: path.join(root, 'cache'), workRoot: path.join(root, 'runs') };
+}
+
+describe('prepareWorkspace', () => {
+  const disposers: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const d of disposers.splice(0)) await d();
+  });
+
+  it('clones a file:// remote through a cached mirror, then fetches new commits on reuse', async () => {
+    const { bare, commit } = makeRemote();
+    const d = dirs();
+    const first = await prepareWorkspace({ runId: 'r1', repo: `file://${bare}`, ...d });
+    disposers.push(first.dispose);
+    expect(first.mirror.reused).toBe(false);
+    expect(first.baseCommit).toBe(git(bare, 'rev-parse', 'main'));
+    expect(readFileSync(path.join(first.treeDir, 'README.md'), 'utf8')).toBe('one\n');
+    expect(existsSync(path.join(first.runDir, RUN_MARKER))).toBe(true);
+    expect(first.runDir).toBe(path.join(d.workRoot, 'r1'));
+
+    const second = commit('src/app.py', 'print(2)\n');
+    const again = await prepareWorkspace({ runId: 'r2', repo: `file://${bare}`, ...d });
+    disposers.push(again.dispose);
+    expect(again.mirror).toEqual({ dir: first.mirror.dir, reused: true });
+    expect(again.baseCommit).toBe(second);
+    expect(readFileSync(path.join(again.treeDir, 'src/app.py'), 'utf8')).toBe('print(2)\n');
+    // The first run's tree is untouched by the second.
+    expect(existsSync(path.join(first.treeDir, 'src/app.py'))).toBe(false);
+    expect(readdirSync(path.join(d.cacheDir, 'mirrors'))).toEqual([
+      path.basename(first.mirror.dir),
+    ]);
+  });
+
+  it('checks out a requested branch, tag or commit, detached', async () => {
+    const { bare, commit } = makeRemote();
+    const old = git(bare, 'rev-parse', 'main');
+    git(bare, 'tag', 'v1', old);
+    git(bare, 'branch', 'feature', old);
+    commit('x.txt', 'x\n');
+    const d = dirs();
+    for (const [i, revision] of ['v1', 'feature', old, old.slice(0, 10)].entries()) {
+      const ws = await prepareWorkspace({ runId: `rev-${i}`, repo: bare, revision, ...d });
+      disposers.push(ws.dispose);
+      expect(ws.baseCommit).toBe(old);
+      expect(git(ws.treeDir, 'rev-parse', 'HEAD')).toBe(old);
+      expect(existsSync(path.join(ws.treeDir, 'x.txt'))).toBe(false);
+    }
+  });
+
+  it('works from a local directory and leaves no host path or remote in the clone', async () => {
+    const { bare } = makeRemote();
+    const local = path.join(temp('ws-local-'), 'checkout');
+    git(path.dirname(local), 'clone', '-q', bare, local);
+    const ws = await prepareWorkspace({ runId: 'local', repo: local, ...dirs() });
+    disposers.push(ws.dispose);
+    expect(ws.baseCommit).toBe(git(local, 'rev-parse', 'HEAD'));
+    const config = readFileSync(path.join(ws.treeDir, '.git/config'), 'utf8');
+    expect(config).not.toContain(local);
+    expect(config).not.toContain('[remote');
+  });
+
+  it('fails in one line for an unknown revision, a bad revision and a missing repository, and cleans up', async () => {
+    const { bare } = makeRemote();
+    const d = dirs();
+    await expect(
+      prepareWorkspace({ runId: 'a', repo: bare, revision: 'nope', ...d }),
+    ).rejects.toThrow(new CloneError(`revision nope not found in ${bare}`));
+    await expect(
+      prepareWorkspace({ runId: 'b', repo: bare, revision: '--upload-pack=touch /tmp/x', ...d }),
+    ).rejects.toThrow(/is not a valid commit, branch or tag name/);
+    const missing = await prepareWorkspace({
+      runId: 'c',
+      repo: 'file:///nonexistent/repo.git',
+      ...d,
+    }).catch((e: Error) => e);
+    expect(missing).toBeInstanceOf(CloneError);
+    expect((missing as Error).message).toMatch(
+      /^cannot clone file:\/\/\/nonexistent\/repo\.git: fatal: /,
+    );
+    expect((missing as Error).message).not.toContain('\n');
+    expect(readdirSync(d.workRoot)).toEqual([]);
+    // A second run with a live run's id neither adopts nor deletes its directory.
+    const live = await prepareWorkspace({ runId: 'same', repo: bare, ...d });
+    await expect(prepareWorkspace({ runId: 'same', repo: bare, ...d })).rejects.toThrow(
+      /already exists/,
+    );
+    expect(existsSync(live.treeDir)).toBe(true);
+    await live.dispose();
+    // No half-made mirror is left to be mistaken for a good one.
+    expect(
+      readdirSync(path.join(d.cacheDir, 'mirrors')).filter((n) => !n.endsWith('.lock')),
+    ).toHaveLength(1);
+  });
+
+  it('serialises two runs of one repository on the mirror lock', async () => {
+    const { bare } = makeRemote();
+    const d = dirs();
+    const [a, b] = await Promise.all([
+      prepareWorkspace({ runId: 'p1', repo: bare, ...d }),
+      prepareWorkspace({ runId: 'p2', repo: bare, ...d }),
+    ]);
+    disposers.push(a.dispose, b.dispose);
+    expect(a.baseCommit).toBe(b.baseCommit);
+    expect([a.mirror.reused, b.mirror.reused].sort()).toEqual([false, true]);
+    expect(readdirSync(path.join(d.cacheDir, 'mirrors'))).toEqual([path.basename(a.mirror.dir)]);
+  });
+
+  it('never runs a hook planted in the source repository', async () => {
+    const { bare } = makeRemote();
+    const marker = path.join(temp('ws-hook-'), 'ran');
+    for (const hook of ['post-checkout', 'reference-transaction', 'post-index-change']) {
+      writeFileSync(path.join(bare, 'hooks', hook), `#!/bin/sh\ntouch ${marker}\n`);
+      chmodSync(path.join(bare, 'hooks', hook), 0o755);
+    }
+    const ws = await prepareWorkspace({ runId: 'hooks', repo: bare, ...dirs() });
+    disposers.push(ws.dispose);
+    expect(existsSync(marker)).toBe(false);
+  });
+});
+
+describe('credentials', () => {
+  it('go only into the environment, scoped to the origin, never into argv or config', () => {
+    const env = gitEnv(
+      { PATH: '/usr/bin', EDITOR: 'vim', GIT_TRACE: '1' },
+      'https://git.example.com/o/r.git',
+      {
+        username: 'x-access-token',
+        password: 'ghs_secret',
+      },
+    );
+    expect(env).toEqual({
+      PATH: '/usr/bin',
+      GIT_TERMINAL_PROMPT: '0',
+      GIT_LFS_SKIP_SMUDGE: '1',
+      GIT_CONFIG_COUNT: '1',
+      GIT_CONFIG_KEY_0: 'http.https://git.example.com/.extraHeader',
+      GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from('x-access-token:ghs_secret').toString('base64')}`,
+    });
+    expect(HOST_GIT_CONFIG.join(' ')).not.toContain('ghs_secret');
+    expect(HOST_GIT_CONFIG).toContain('core.hooksPath=/dev/null');
+    expect(HOST_GIT_CONFIG).toContain('core.fsmonitor=false');
+  });
+
+  describe('against a real smart-HTTP server that demands Basic auth', () => {
+    const password = 'ghs_TopSecretInstallationToken0123';
+    let server: Server;
+    let url: string;
+    let remote: ReturnType<typeof makeRemote>;
+    let argvLog: string;
+    let savedPath: string | undefined;
+    const seenAuth: string[] = [];
+
+    beforeAll(async () => {
+      remote = makeRemote();
+      const root = path.dirname(remote.bare);
+      server = createServer((req, res) => {
+        seenAuth.push(req.headers.authorization ?? '');
+        const expected = `Basic ${Buffer.from(`x-access-token:${password}`).toString('base64')}`;
+        if (req.headers.authorization !== expected) {
+          res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="git"' }).end();
+          return;
+        }
+        const u = new URL(req.url ?? '/', 'http://localhost');
+        const cgi = spawn('git', ['http-backend'], {
+          env: {
+            PATH: process.env.PATH,
+            GIT_PROJECT_ROOT: root,
+            GIT_HTTP_EXPORT_ALL: '1',
+            REQUEST_METHOD: req.method,
+            PATH_INFO: u.pathname,
+            QUERY_STRING: u.search.slice(1),
+            CONTENT_TYPE: req.headers['content-type'] ?? '',
+            HTTP_CONTENT_ENCODING: req.headers['content-encoding'] ?? '',
+            GIT_PROTOCOL: String(req.headers['git-protocol'] ?? ''),
+            REMOTE_ADDR: '127.0.0.1',
+          },
+        });
+        req.pipe(cgi.stdin);
+        const chunks: Buffer[] = [];
+        cgi.stdout.on('data', (c: Buffer) => chunks.push(c));
+        cgi.on('close', () => {
+          const out = Buffer.concat(chunks);
+          const split = out.indexOf('\r\n\r\n');
+          const head = out.subarray(0, split).toString().split('\r\n');
+          let status = 200;
+          const headers: Record<string, string> = {};
+          for (const line of head) {
+            const [k, ...v] = line.split(': ');
+            if (k?.toLowerCase() === 'status') status = Number(v.join(': ').split(' ')[0]);
+            else if (k) headers[k] = v.join(': ');
+          }
+          res.writeHead(status, headers).end(out.subarray(split + 4));
+        });
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const port = (server.address() as { port: number }).port;
+      url = `http://127.0.0.1:${port}/project.git`;
+      // A git wrapper first on PATH records every argv the workspace runs.
+      const bin = temp('ws-bin-');
+      argvLog = path.join(bin, 'argv.log');
+      const real = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim();
+      writeFileSync(
+        path.join(bin, 'git'),
+        `#!/bin/sh\nprintf '%s\\n' "$*" >> ${argvLog}\nexec ${real} "$@"\n`,
+      );
+      chmodSync(path.join(bin, 'git'), 0o755);
+      savedPath = process.env.PATH;
+      process.env.PATH = `${bin}:${process.env.PATH}`;
+    });
+    afterAll(async () => {
+      process.env.PATH = savedPath;
+      await new Promise((resolve) => server.close(resolve));
+    });
+
+    it('clones and fetches with the credential, and it lands nowhere on disk or in argv', async () => {
+      const d = dirs();
+      const getCredential = async () => ({ username: 'x-access-token', password });
+      const ws = await prepareWorkspace({ runId: 'auth1', repo: url, getCredential, ...d });
+      const head = remote.commit('b.txt', 'b\n');
+      const again = await prepareWorkspace({ runId: 'auth2', repo: url, getCredential, ...d });
+      try {
+        expect(again.baseCommit).toBe(head);
+        expect(seenAuth.some((a) => a.startsWith('Basic '))).toBe(true);
+        const basic = Buffer.from(`x-access-token:${password}`).toString('base64');
+        const files = [
+          path.join(ws.mirror.dir, 'config'),
+          path.join(ws.mirror.dir, 'FETCH_HEAD'),
+          path.join(ws.treeDir, '.git/config'),
+          path.join(again.treeDir, '.git/config'),
+        ].filter((f) => existsSync(f));
+        expect(files.length).toBeGreaterThanOrEqual(3);
+        for (const f of files) {
+          const text = readFileSync(f, 'utf8');
+          expect(text).not.toContain(password);
+          expect(text).not.toContain(basic);
+        }
+        const argv = readFileSync(argvLog, 'utf8');
+        expect(argv).toContain('clone --mirror');
+        expect(argv).toContain('-c core.hooksPath=/dev/null');
+        expect(argv).not.toContain(password);
+        expect(argv).not.toContain(basic);
+      } finally {
+        await ws.dispose();
+        await again.dispose();
+      }
+    });
+
+    it('moves a credential embedded in the URL out of argv, and fails in one clean line without one', async () => {
+      const d = dirs();
+      const ws = await prepareWorkspace({
+        runId: 'embedded',
+        repo: url.replace('http://', `http://x-access-token:${password}@`),
+        ...d,
+      });
+      await ws.dispose();
+      expect(readFileSync(argvLog, 'utf8')).not.toContain(password);
+      const err = await prepareWorkspace({ runId: 'noauth', repo: url, ...dirs() }).catch(
+        (e: Error) => e,
+      );
+      expect(err).toBeInstanceOf(CloneError);
+      expect((err as Error).message).toMatch(
+        /^cannot clone http:\/\/127\.0\.0\.1:\d+\/project\.git: fatal: /,
+      );
+      const wrong = await prepareWorkspace({
+        runId: 'wrong',
+        repo: url,
+        getCredential: async () => ({
+          username: 'x-access-token',
+          password: 'ghs_wrongwrongwrong',
+        }),
+        ...dirs(),
+      }).catch((e: Error) => e);
+      expect((wrong as Error).message).not.toContain('ghs_wrongwrongwrong');
+    });
+  });
+});
