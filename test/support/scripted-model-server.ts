@@ -89,6 +89,8 @@ export interface ScriptedModelServerOptions {
   script?: ScriptStep[];
   /** Keep every request (default true). The benchmark turns this off to measure the harness only. */
   record?: boolean;
+  /** When set, requests without `Authorization: Bearer <apiKey>` get a 401 (as `vllm serve --api-key`). */
+  apiKey?: string;
   /** Answer once the script is used up (default: HTTP 400 `script exhausted`, which is never retried). */
   onExhausted?: ScriptStep;
 }
@@ -158,6 +160,12 @@ export async function startScriptedModelServer(
       if (isChat) chatRequests.push(recorded);
     }
 
+    if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
+      sendJson(res, 401, {
+        error: { message: 'Unauthorized', type: 'AuthenticationError', code: 401 },
+      });
+      return;
+    }
     if (method === 'GET' && path === '/v1/models') {
       sendJson(res, 200, {
         object: 'list',
