@@ -1,0 +1,289 @@
+// Leaf's five tools (leaf-protocol.md §3–4) over the Sandbox seam. Every observation and
+// error string is what Leaf's Python tool runner returns for the same arguments; a tool
+// never throws for a failure the model caused (only a broken sandbox escapes).
+import {
+  BASH_OUTPUT_LIMIT,
+  DEFAULT_BASH_TIMEOUT_SEC,
+  GLOB_RESULT_LIMIT,
+  READ_OUTPUT_LIMIT,
+} from './protocol.js';
+import { type PyDict, type PyValue, pyJsonLoads } from './python-json.js';
+import {
+  displayPath,
+  isAbsolutePath,
+  pathlibJoin,
+  pathlibNormalize,
+  replaceTilde,
+  tildeSegment,
+} from './python-path.js';
+import {
+  cpLength,
+  cpSlice,
+  decodeUtf8,
+  encodeUtf8,
+  pyFloat,
+  pyFormatFixed1,
+  pyInt,
+  pyMax,
+  pyStr,
+  pyTruthy,
+  splitlines,
+  translateNewlines,
+  truncate,
+  truthy,
+} from './python-text.js';
+import { type ExecResult, PythonError, type Sandbox, SandboxFailure } from './sandbox.js';
+
+/**
+ * Bytes kept per Bash stream. Far above the 30000 code points an observation shows, so the
+ * visible part is always exact; beyond it only the dropped count can differ from Python
+ * (by `\r\n` pairs and invalid bytes in the drained tail).
+ */
+export const BASH_STREAM_CAP_BYTES = 1024 * 1024;
+
+/** Leaf's `_parse_arguments`: Python's json.loads; anything but a JSON object becomes `{}`. */
+export function parseToolArguments(raw: string | null | undefined): PyDict {
+  if (!raw) return new Map();
+  try {
+    const value = pyJsonLoads(raw);
+    return value instanceof Map ? value : new Map();
+  } catch {
+    return new Map();
+  }
+}
+
+/** Runs one tool call and returns its observation. Throws only SandboxFailure. */
+export async function executeTool(
+  sandbox: Sandbox,
+  name: string,
+  rawArguments: string | null | undefined,
+): Promise<string> {
+  const args = parseToolArguments(rawArguments);
+  try {
+    switch (name) {
+      case 'Read':
+        return await read(sandbox, args);
+      case 'Write':
+        return await write(sandbox, args);
+      case 'Edit':
+        return await edit(sandbox, args);
+      case 'Glob':
+        return await glob(sandbox, args);
+      case 'Bash':
+        return await bash(sandbox, args);
+      default:
+        return `Unknown tool: ${name}`;
+    }
+  } catch (error) {
+    if (error instanceof SandboxFailure) throw error;
+    if (error instanceof PythonError) return error.toObservation();
+    if (error instanceof Error) return `${error.name}: ${error.message}`;
+    return `Exception: ${String(error)}`;
+  }
+}
+
+/** `args.get(key) or fallback` with Python truthiness. */
+function orElse(args: PyDict, key: string, fallback: PyValue): PyValue {
+  const value = args.get(key);
+  return pyTruthy(value) ? (value as PyValue) : fallback;
+}
+
+/** Leaf's `_path`: the key, else `path`, resolved against the repo root. */
+async function toolPath(sandbox: Sandbox, args: PyDict, key: string): Promise<string> {
+  const value = orElse(args, key, orElse(args, 'path', null));
+  if (!pyTruthy(value)) throw new PythonError('ValueError', `${key} is required`);
+  return resolvePath(sandbox, pyStr(value as PyValue));
+}
+
+/** Leaf's `_resolve`: expanduser, then relative paths join the repo root. */
+async function resolvePath(sandbox: Sandbox, value: string): Promise<string> {
+  let path = pathlibNormalize(value);
+  const tilde = tildeSegment(path);
+  if (tilde !== undefined) path = replaceTilde(path, await homeDirectory(sandbox, tilde));
+  return isAbsolutePath(path) ? path : pathlibJoin(sandbox.workdir, path);
+}
+
+/** os.path.expanduser of one `~` or `~user` segment (trailing slashes stripped, as Python). */
+async function homeDirectory(sandbox: Sandbox, segment: string): Promise<string> {
+  let home: string | undefined;
+  if (segment === '~') {
+    home = sandbox.homeDir;
+  } else {
+    const user = segment.slice(1);
+    if (user.includes('\0')) throw new PythonError('ValueError', 'embedded null character');
+    // pwd.getpwnam reads the same NSS database getent does; getent also accepts a
+    // numeric uid, which getpwnam does not, hence the name check.
+    const result = await sandbox.exec(`getent passwd -- ${shellQuote(user)}`, {
+      timeoutMs: 10_000,
+    });
+    for (const line of result.stdout.toString('utf8').split('\n')) {
+      const fields = line.split(':');
+      if (fields.length >= 7 && fields[0] === user) home = fields[5];
+    }
+    if (home === undefined)
+      throw new PythonError('RuntimeError', 'Could not determine home directory.');
+  }
+  return home.replace(/\/+$/, '') || '/';
+}
+
+function shellQuote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+function display(sandbox: Sandbox, realPath: string, joinedPath: string): string {
+  return displayPath(realPath, sandbox.workdir, pathlibNormalize(joinedPath));
+}
+
+/** Leaf's `_optional_int`: None and "" mean the default, anything else goes through int(). */
+function optionalInt(value: PyValue | undefined, fallback: bigint): bigint {
+  if (value === undefined || value === null || value === '') return fallback;
+  return pyInt(value);
+}
+
+function readText(data: Buffer): string {
+  // read_text(encoding="utf-8", errors="replace") opens in universal-newline mode.
+  return translateNewlines(decodeUtf8(data));
+}
+
+async function read(sandbox: Sandbox, args: PyDict): Promise<string> {
+  const path = await toolPath(sandbox, args, 'file_path');
+  const file = await sandbox.readFile(path);
+  const lines = splitlines(readText(file.data));
+  const offset = bigMax(1n, optionalInt(args.get('offset'), 1n));
+  const limit = optionalInt(args.get('limit'), 0n);
+  const total = BigInt(lines.length);
+  const end = limit <= 0n ? total : bigMin(total, offset - 1n + limit);
+  const selected: string[] = [];
+  for (let index = offset - 1n; index < end; index++) {
+    selected.push(`${index + 1n}. ${lines[Number(index)]}`);
+  }
+  return truncate(
+    `${display(sandbox, file.realPath, path)}\n${selected.join('\n')}`,
+    READ_OUTPUT_LIMIT,
+  );
+}
+
+async function write(sandbox: Sandbox, args: PyDict): Promise<string> {
+  const path = await toolPath(sandbox, args, 'file_path');
+  // `args.get("content", "")`: an explicit null is str(None) == "None".
+  const content = args.has('content') ? pyStr(args.get('content') as PyValue) : '';
+  // Refused before touching the file (Python would already have truncated it).
+  const data = encodeUtf8(content);
+  const { realPath } = await sandbox.writeFile(path, data);
+  return `Wrote ${display(sandbox, realPath, path)} (${cpLength(content)} bytes).`;
+}
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+async function edit(sandbox: Sandbox, args: PyDict): Promise<string> {
+  const path = await toolPath(sandbox, args, 'file_path');
+  const oldText = pyStr(orElse(args, 'old_string', ''));
+  const newText = pyStr(orElse(args, 'new_string', ''));
+  if (!oldText) throw new PythonError('ValueError', 'old_string must be non-empty');
+  const text = readText((await sandbox.readFile(path)).data);
+  // Decoded text never holds a lone surrogate, so such an old_string cannot occur in it
+  // (JavaScript would otherwise match half of a surrogate pair).
+  const count = LONE_SURROGATE.test(oldText) ? 0 : text.split(oldText).length - 1;
+  const replaceAll = truthy(args.get('replace_all'));
+  if (count === 0) throw new PythonError('ValueError', 'old_string was not found');
+  if (count !== 1 && !replaceAll) {
+    throw new PythonError(
+      'ValueError',
+      `old_string matched ${count} times; set replace_all=true or use a more specific old_string`,
+    );
+  }
+  let updated: string;
+  if (replaceAll) {
+    updated = text.split(oldText).join(newText);
+  } else {
+    const at = text.indexOf(oldText);
+    updated = text.slice(0, at) + newText + text.slice(at + oldText.length);
+  }
+  const { realPath } = await sandbox.writeFile(path, encodeUtf8(updated));
+  const changed = replaceAll ? count : 1;
+  return `Edited ${display(sandbox, realPath, path)} (${changed} replacement${changed === 1 ? '' : 's'}).`;
+}
+
+async function glob(sandbox: Sandbox, args: PyDict): Promise<string> {
+  const pattern = pyStr(orElse(args, 'pattern', ''));
+  if (!pattern) throw new PythonError('ValueError', 'pattern is required');
+  const root = await resolvePath(sandbox, pyStr(orElse(args, 'path', '.')));
+  const matches = await sandbox.glob(pathlibJoin(root, pattern));
+  const shown = matches
+    .map((match) => display(sandbox, match.realPath, match.path))
+    .sort(compareCodePoints);
+  if (shown.length === 0) return 'No files matched.';
+  const suffix =
+    shown.length <= GLOB_RESULT_LIMIT ? '' : `\n... ${shown.length - GLOB_RESULT_LIMIT} more files`;
+  return shown.slice(0, GLOB_RESULT_LIMIT).join('\n') + suffix;
+}
+
+/** Python orders strings by code point; UTF-16 order differs for surrogates vs U+E000–U+FFFF. */
+export function compareCodePoints(a: string, b: string): number {
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return codePointRank(x) - codePointRank(y);
+  }
+  return a.length - b.length;
+}
+
+function codePointRank(unit: number): number {
+  if (unit >= 0xd800 && unit <= 0xdfff) return unit + 0x2000;
+  if (unit >= 0xe000) return unit - 0x800;
+  return unit;
+}
+
+/** Leaf's `_timeout_seconds`. */
+export function bashTimeoutSeconds(args: PyDict): number {
+  const timeoutMs = args.get('timeout_ms');
+  if (timeoutMs !== undefined && timeoutMs !== null) return pyMax(0.1, pyFloat(timeoutMs) / 1000);
+  const raw = args.get('timeout');
+  if (raw === undefined || raw === null) return DEFAULT_BASH_TIMEOUT_SEC;
+  const value = pyFloat(raw);
+  return pyMax(0.1, value > 1000 ? value / 1000 : value);
+}
+
+async function bash(sandbox: Sandbox, args: PyDict): Promise<string> {
+  const command = pyStr(orElse(args, 'command', ''));
+  if (!command) throw new PythonError('ValueError', 'command is required');
+  const timeout = bashTimeoutSeconds(args);
+  if (command.includes('\0')) throw new PythonError('ValueError', 'embedded null byte');
+  const result = await sandbox.exec(command, {
+    timeoutMs: pyMax(0.1, timeout) * 1000,
+    maxOutputBytes: BASH_STREAM_CAP_BYTES,
+  });
+  if (result.timedOut) {
+    // TimeoutExpired carries the raw bytes read so far: decoded, but no newline translation.
+    return bashObservation(`Timed out after ${pyFormatFixed1(timeout)}s`, result, (text) => text);
+  }
+  return bashObservation(`Exit code: ${result.exitCode}`, result, translateNewlines);
+}
+
+function bashObservation(
+  status: string,
+  result: ExecResult,
+  finish: (text: string) => string,
+): string {
+  const stdout = finish(decodeUtf8(result.stdout));
+  const stderr = finish(decodeUtf8(result.stderr));
+  const head = `${status}\nSTDOUT:\n${stdout}`;
+  const full = `${head}\nSTDERR:\n${stderr}`;
+  const dropped = result.stdoutDroppedChars + result.stderrDroppedChars;
+  if (dropped === 0) return truncate(full, BASH_OUTPUT_LIMIT);
+  // Output was drained: the kept bytes still hold the visible prefix; the dropped count
+  // adds the code points that were only counted.
+  const total = cpLength(full) + dropped;
+  const visible = result.stdoutDroppedChars > 0 ? head : full;
+  if (total <= BASH_OUTPUT_LIMIT) return full;
+  return `${cpSlice(visible, 0, BASH_OUTPUT_LIMIT)}\n[truncated ${total - BASH_OUTPUT_LIMIT} chars]`;
+}
+
+function bigMax(a: bigint, b: bigint): bigint {
+  return b > a ? b : a;
+}
+
+function bigMin(a: bigint, b: bigint): bigint {
+  return b < a ? b : a;
+}

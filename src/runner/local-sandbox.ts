@@ -1,0 +1,480 @@
+// LocalSandbox: the Sandbox seam on the host, for tests and explicit development use only
+// (it isolates files, not processes). It works on a temporary copy of the repository,
+// never on the user's working copy, and runs every command in its own process group so a
+// timeout or dispose() can kill everything the command started.
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { constants as osConstants, tmpdir } from 'node:os';
+import {
+  cp,
+  lstat,
+  mkdir,
+  mkdtemp,
+  opendir,
+  readFile,
+  readlink,
+  realpath,
+  rm,
+  stat,
+  writeFile,
+} from 'node:fs/promises';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { type GlobFileSystem, pythonGlob } from '../leaf/python-glob.js';
+import {
+  pathlibJoin,
+  pathlibParent,
+  pythonRealpath,
+  type RealpathFileSystem,
+} from '../leaf/python-path.js';
+import { pyRepr } from '../leaf/python-text.js';
+import {
+  type ExecOptions,
+  type ExecResult,
+  type FileRead,
+  type GlobMatch,
+  PythonError,
+  type Sandbox,
+  SandboxFailure,
+} from '../leaf/sandbox.js';
+
+export interface LocalSandboxOptions {
+  /** The repository to work on; it is copied (with .git) and never modified. */
+  sourceDir: string;
+  /** Where the temporary directories go (default: the OS temp dir). */
+  tempRoot?: string;
+  /** Extra environment for every command, on top of the minimal one. */
+  env?: Record<string, string>;
+}
+
+const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
+// setTimeout fires at once for delays above 2^31-1 ms, so long timeouts are re-armed.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+export async function createLocalSandbox(options: LocalSandboxOptions): Promise<LocalSandbox> {
+  const source = await stat(options.sourceDir).catch(() => undefined);
+  if (!source?.isDirectory()) throw new Error(`sourceDir is not a directory: ${options.sourceDir}`);
+  const root = await mkdtemp(join(options.tempRoot ?? tmpdir(), 'frognano-local-'));
+  try {
+    const repoDir = join(root, 'repo');
+    const homeDir = join(root, 'home');
+    await cp(options.sourceDir, repoDir, { recursive: true, verbatimSymlinks: true });
+    await mkdir(homeDir);
+    return new LocalSandbox(
+      root,
+      await realpath(repoDir),
+      await realpath(homeDir),
+      options.env ?? {},
+    );
+  } catch (error) {
+    await rm(root, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+export class LocalSandbox implements Sandbox {
+  readonly kind = 'local' as const;
+  /** Process groups that may still have members (leaders' pids). */
+  private readonly groups = new Set<number>();
+  /** Kill functions of the commands still running. */
+  private readonly running = new Map<Promise<ExecResult>, () => void>();
+  private disposing: Promise<void> | undefined;
+
+  constructor(
+    /** The temporary directory holding the copy and HOME; removed by dispose(). */
+    readonly tempDir: string,
+    readonly workdir: string,
+    readonly homeDir: string,
+    private readonly extraEnv: Record<string, string>,
+  ) {}
+
+  exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    if (this.disposing) return Promise.reject(new SandboxFailure('the local sandbox was disposed'));
+    if (command.includes('\0'))
+      return Promise.reject(new PythonError('ValueError', 'embedded null byte'));
+    let killer: () => void = () => undefined;
+    const promise = this.run(command, options, (kill) => (killer = kill));
+    this.running.set(promise, () => killer());
+    void promise.finally(() => this.running.delete(promise)).catch(() => undefined);
+    return promise;
+  }
+
+  private run(
+    command: string,
+    options: ExecOptions,
+    exposeKill: (kill: () => void) => void,
+  ): Promise<ExecResult> {
+    const started = performance.now();
+    const cap = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? DEFAULT_PATH,
+      HOME: this.homeDir,
+      LANG: 'C.UTF-8',
+      TERM: 'dumb',
+      ...this.extraEnv,
+      ...options.env,
+    };
+    return new Promise<ExecResult>((resolve, reject) => {
+      let child: ChildProcess;
+      try {
+        child = spawn('/bin/bash', ['-lc', command], {
+          cwd: options.cwd ?? this.workdir,
+          env,
+          detached: true,
+          stdio: ['pipe', 'pipe', 'pipe'],
+        });
+      } catch (error) {
+        reject(new SandboxFailure('could not start /bin/bash', { cause: error }));
+        return;
+      }
+      const pid = child.pid;
+      if (pid !== undefined) this.groups.add(pid);
+      const stdout = new CappedStream(cap);
+      const stderr = new CappedStream(cap);
+      child.stdout?.on('data', (chunk: Buffer) => stdout.push(chunk));
+      child.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk));
+      child.stdin?.on('error', () => undefined);
+      child.stdin?.end(options.stdin === undefined ? undefined : Buffer.from(options.stdin));
+
+      let timedOut = false;
+      let killed = false;
+      let timer: NodeJS.Timeout | undefined;
+      let settled = false;
+
+      const finish = (code: number | null, signal: NodeJS.Signals | null): void => {
+        if (settled) return;
+        settled = true;
+        if (timer) clearTimeout(timer);
+        options.signal?.removeEventListener('abort', onAbort);
+        if (pid !== undefined && !groupAlive(pid)) this.groups.delete(pid);
+        resolve({
+          exitCode: signal ? -(osConstants.signals[signal] ?? 9) : (code ?? 0),
+          stdout: stdout.buffer(),
+          stderr: stderr.buffer(),
+          stdoutDroppedChars: stdout.droppedChars,
+          stderrDroppedChars: stderr.droppedChars,
+          timedOut,
+          durationMs: performance.now() - started,
+        });
+      };
+
+      // Like Python's TimeoutExpired: keep what was read until now, kill, wait for bash
+      // only (a process that escaped the group may hold the pipes open forever).
+      const kill = (): void => {
+        if (killed) return;
+        killed = true;
+        stdout.freeze();
+        stderr.freeze();
+        if (pid !== undefined) killGroup(pid);
+        if (child.exitCode !== null || child.signalCode !== null) {
+          child.stdout?.destroy();
+          child.stderr?.destroy();
+          finish(child.exitCode, child.signalCode);
+        }
+      };
+      const onAbort = (): void => kill();
+      exposeKill(kill);
+
+      child.on('error', (error) => {
+        if (settled) return;
+        settled = true;
+        if (timer) clearTimeout(timer);
+        reject(new SandboxFailure('could not run /bin/bash', { cause: error }));
+      });
+      child.on('exit', (code, signal) => {
+        if (!killed) return;
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        finish(code, signal);
+      });
+      // Normal completion waits for the pipes too, as Python's communicate() does.
+      child.on('close', (code, signal) => finish(code, signal));
+
+      if (options.signal?.aborted) kill();
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+      const timeoutMs = options.timeoutMs;
+      if (timeoutMs !== undefined && Number.isFinite(timeoutMs)) {
+        const deadline = started + Math.max(0, timeoutMs);
+        const arm = (): void => {
+          const left = deadline - performance.now();
+          if (left <= 0) {
+            timedOut = true;
+            kill();
+          } else {
+            timer = setTimeout(arm, Math.min(Math.ceil(left), MAX_TIMER_MS));
+          }
+        };
+        arm();
+      }
+    });
+  }
+
+  async readFile(path: string): Promise<FileRead> {
+    const target = this.absolute(path);
+    refuseNul(path, 'embedded null byte');
+    let data: Buffer;
+    try {
+      data = await readFile(target);
+    } catch (error) {
+      throw pythonOSError(error, path);
+    }
+    return { data, realPath: await this.realPath(target) };
+  }
+
+  async writeFile(path: string, data: Uint8Array): Promise<{ realPath: string }> {
+    const target = this.absolute(path);
+    refuseNul(path, 'embedded null byte');
+    await pythonMkdirParents(pathlibParent(target));
+    try {
+      await writeFile(target, data);
+    } catch (error) {
+      throw pythonOSError(error, path);
+    }
+    return { realPath: await this.realPath(target) };
+  }
+
+  async glob(pattern: string): Promise<GlobMatch[]> {
+    const matches: GlobMatch[] = [];
+    for (const path of await pythonGlob(pattern, this.globFileSystem)) {
+      const target = this.absolute(path);
+      // Path.is_file(): follows symlinks; any error means "not a file".
+      const isFile = await stat(target).then(
+        (info) => info.isFile(),
+        () => false,
+      );
+      if (isFile) matches.push({ path, realPath: await this.realPath(target) });
+    }
+    return matches;
+  }
+
+  /** Idempotent: kills every process group still alive, then removes the temp dirs. */
+  dispose(): Promise<void> {
+    this.disposing ??= (async () => {
+      for (const kill of this.running.values()) kill();
+      for (const pid of this.groups) killGroup(pid);
+      this.groups.clear();
+      await Promise.allSettled([...this.running.keys()]);
+      await removeTree(this.tempDir);
+    })();
+    return this.disposing;
+  }
+
+  private absolute(path: string): string {
+    return path.startsWith('/') ? path : pathlibJoin(this.workdir, path);
+  }
+
+  private realPath(path: string): Promise<string> {
+    return pythonRealpath(path, realpathFileSystem);
+  }
+
+  private readonly globFileSystem: GlobFileSystem = {
+    listdir: async (path, dirsOnly) => {
+      // os.scandir raises ValueError here (glob does not catch it); lexists/isdir say False.
+      refuseNul(path, 'scandir: embedded null character in path');
+      const dir = this.absolute(path);
+      const names: string[] = [];
+      try {
+        for await (const entry of await opendir(dir)) {
+          if (!dirsOnly) {
+            names.push(entry.name);
+            continue;
+          }
+          const isDir =
+            entry.isDirectory() ||
+            ((entry.isSymbolicLink() || !(entry.isFile() || entry.isFIFO() || entry.isSocket())) &&
+              (await stat(join(dir, entry.name)).then(
+                (info) => info.isDirectory(),
+                () => false,
+              )));
+          if (isDir) names.push(entry.name);
+        }
+      } catch {
+        // Python's _iterdir swallows OSError, keeping the names listed so far.
+      }
+      return names;
+    },
+    lexists: (path) =>
+      path.includes('\0')
+        ? Promise.resolve(false)
+        : lstat(this.absolute(path)).then(
+            () => true,
+            () => false,
+          ),
+    isdir: (path) =>
+      path.includes('\0')
+        ? Promise.resolve(false)
+        : stat(this.absolute(path)).then(
+            (info) => info.isDirectory(),
+            () => false,
+          ),
+  };
+}
+
+/** Bytes kept up to a cap; beyond it only counted, as code points (UTF-8 lead bytes). */
+class CappedStream {
+  private readonly chunks: Buffer[] = [];
+  private kept = 0;
+  private frozen = false;
+  droppedChars = 0;
+
+  constructor(private readonly cap: number) {}
+
+  push(chunk: Buffer): void {
+    if (this.frozen) return;
+    const room = Math.max(0, this.cap - this.kept);
+    if (room > 0) {
+      const taken = chunk.length <= room ? chunk : chunk.subarray(0, room);
+      this.chunks.push(taken);
+      this.kept += taken.length;
+    }
+    for (let i = room; i < chunk.length; i++) {
+      if (((chunk[i] as number) & 0xc0) !== 0x80) this.droppedChars++;
+    }
+  }
+
+  freeze(): void {
+    this.frozen = true;
+  }
+
+  buffer(): Buffer {
+    return Buffer.concat(this.chunks, this.kept);
+  }
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, 'SIGKILL');
+  } catch {
+    // Already gone.
+  }
+}
+
+function refuseNul(path: string, message: string): void {
+  if (path.includes('\0')) throw new PythonError('ValueError', message);
+}
+
+const realpathFileSystem: RealpathFileSystem = {
+  isSymlink: (path) =>
+    lstat(path).then(
+      (info) => info.isSymbolicLink(),
+      () => undefined,
+    ),
+  readlink: (path) => readlink(path),
+};
+
+/** pathlib's `mkdir(parents=True, exist_ok=True)`, with its errors and their paths. */
+async function pythonMkdirParents(path: string): Promise<void> {
+  await pythonMkdir(path, true);
+}
+
+async function pythonMkdir(path: string, parents: boolean): Promise<void> {
+  try {
+    await mkdir(path, 0o777);
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') {
+      const parent = pathlibParent(path);
+      if (!parents || parent === path) throw pythonOSError(error, path);
+      await pythonMkdir(parent, true);
+      await pythonMkdir(path, false);
+      return;
+    }
+    const isDir = await stat(path).then(
+      (info) => info.isDirectory(),
+      () => false,
+    );
+    // exist_ok=True: any failure on an existing directory is fine, as in pathlib.
+    if (!isDir) throw pythonOSError(error, path);
+  }
+}
+
+async function removeTree(path: string): Promise<void> {
+  try {
+    await rm(path, { recursive: true, force: true });
+  } catch {
+    // A command may have made directories read-only; give the owner write access back.
+    spawnSync('chmod', ['-R', 'u+rwX', path], { stdio: 'ignore' });
+    await rm(path, { recursive: true, force: true });
+  }
+}
+
+function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+// glibc's strerror() for the errors file operations produce.
+const STRERROR: Record<string, string> = {
+  EPERM: 'Operation not permitted',
+  ENOENT: 'No such file or directory',
+  EIO: 'Input/output error',
+  ENXIO: 'No such device or address',
+  EBADF: 'Bad file descriptor',
+  EAGAIN: 'Resource temporarily unavailable',
+  ENOMEM: 'Cannot allocate memory',
+  EACCES: 'Permission denied',
+  EBUSY: 'Device or resource busy',
+  EEXIST: 'File exists',
+  EXDEV: 'Invalid cross-device link',
+  ENODEV: 'No such device',
+  ENOTDIR: 'Not a directory',
+  EISDIR: 'Is a directory',
+  EINVAL: 'Invalid argument',
+  ENFILE: 'Too many open files in system',
+  EMFILE: 'Too many open files',
+  ETXTBSY: 'Text file busy',
+  EFBIG: 'File too large',
+  ENOSPC: 'No space left on device',
+  ESPIPE: 'Illegal seek',
+  EROFS: 'Read-only file system',
+  EMLINK: 'Too many links',
+  ENAMETOOLONG: 'File name too long',
+  ENOTEMPTY: 'Directory not empty',
+  ELOOP: 'Too many levels of symbolic links',
+  EDQUOT: 'Disk quota exceeded',
+  EOVERFLOW: 'Value too large for defined data type',
+};
+
+// Python raises these OSError subclasses for these errno values (PEP 3151).
+const OS_ERROR_TYPES: Record<string, string> = {
+  EAGAIN: 'BlockingIOError',
+  EALREADY: 'BlockingIOError',
+  EINPROGRESS: 'BlockingIOError',
+  ECHILD: 'ChildProcessError',
+  EPIPE: 'BrokenPipeError',
+  ESHUTDOWN: 'BrokenPipeError',
+  ECONNABORTED: 'ConnectionAbortedError',
+  ECONNREFUSED: 'ConnectionRefusedError',
+  ECONNRESET: 'ConnectionResetError',
+  EEXIST: 'FileExistsError',
+  ENOENT: 'FileNotFoundError',
+  EISDIR: 'IsADirectoryError',
+  ENOTDIR: 'NotADirectoryError',
+  EINTR: 'InterruptedError',
+  EACCES: 'PermissionError',
+  EPERM: 'PermissionError',
+  ESRCH: 'ProcessLookupError',
+  ETIMEDOUT: 'TimeoutError',
+};
+
+/** The OSError Python raises for a failed call on `path`: `[Errno N] strerror: 'path'`. */
+export function pythonOSError(error: unknown, path: string): PythonError {
+  const code = errorCode(error);
+  const errno = code ? (osConstants.errno as Record<string, number | undefined>)[code] : undefined;
+  if (code === undefined || errno === undefined) {
+    return new PythonError('OSError', error instanceof Error ? error.message : String(error));
+  }
+  const text = STRERROR[code] ?? code;
+  return new PythonError(
+    OS_ERROR_TYPES[code] ?? 'OSError',
+    `[Errno ${errno}] ${text}: ${pyRepr(path)}`,
+  );
+}
