@@ -1,0 +1,641 @@
+// The production sandbox: one hardened container per run (dockerode). The repository is
+// copied in through the Engine API (never a bind mount); tools talk to one long-lived
+// helper process inside the container (tool-helper-channel.ts), so a Read/Edit/Glob is
+// one round trip. The container is labelled so that nothing of ours outlives its run.
+import { randomBytes } from 'node:crypto';
+import Docker from 'dockerode';
+import { z } from 'zod';
+import { log as defaultLog, type Logger } from '../log.js';
+import {
+  PythonError,
+  SandboxFailure,
+  type ExecOptions,
+  type ExecResult,
+  type FileRead,
+  type GlobMatch,
+  type Sandbox,
+} from '../leaf/sandbox.js';
+import { connectDocker } from './docker-engine.js';
+import { packDirectory } from './pack-directory.js';
+import { HelperChannelError, HelperPythonMissing, ToolHelperChannel } from './tool-helper-channel.js';
+
+/** Built by sandbox/Dockerfile, or offline by sandbox/build-offline.sh (same name). */
+export const DEFAULT_SANDBOX_IMAGE = 'frognano/sandbox:py3';
+export const LABEL_RUN = 'frognano.run';
+export const LABEL_REPO = 'frognano.repo';
+export const LABEL_CREATED = 'frognano.created';
+export const SANDBOX_WORKDIR = '/testbed';
+export const SANDBOX_HOME = '/home/frognano';
+export const SANDBOX_UID = 1000;
+export const SANDBOX_GID = 1000;
+const SANDBOX_USER = `${SANDBOX_UID}:${SANDBOX_GID}`;
+const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+/** The only variables the container gets: never a credential. */
+export const SANDBOX_ENV = [`PATH=${SANDBOX_PATH}`, `HOME=${SANDBOX_HOME}`, 'LANG=C.UTF-8'];
+
+const MiB = 1024 * 1024;
+const DEFAULT_MAX_OUTPUT_BYTES = MiB;
+/** Two capped streams must fit in one helper frame. */
+const MAX_OUTPUT_BYTES_LIMIT = 32 * MiB;
+/** How long the helper gets beyond a command's own timeout before the host steps in. */
+const EXEC_WATCHDOG_GRACE_MS = 10_000;
+const HOST_KILL_GRACE_MS = 5_000;
+
+const Limits = z.object({
+  memoryBytes: z
+    .number()
+    .int()
+    .min(16 * MiB)
+    .default(4096 * MiB),
+  nanoCpus: z.number().int().min(10_000_000).default(2_000_000_000),
+  pidsLimit: z.number().int().min(16).default(1024),
+  tmpfsBytes: z
+    .number()
+    .int()
+    .min(MiB)
+    .default(1024 * MiB),
+});
+
+export const DockerSandboxOptions = z.object({
+  docker: z
+    .custom<Docker>((value) => value instanceof Docker, { message: 'docker must be a Dockerode instance' })
+    .optional(),
+  image: z.string().min(1).default(DEFAULT_SANDBOX_IMAGE),
+  runId: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/, 'runId must be 1-100 of [A-Za-z0-9_.-], starting alphanumeric'),
+  repo: z.string().max(512).default(''),
+  network: z.enum(['none', 'bridge']).default('none'),
+  limits: Limits.prefault({}),
+  labels: z.record(z.string().min(1), z.string()).default({}),
+  /** Upper bound for one Read/Write/Glob round trip before the helper counts as hung. */
+  fileOpTimeoutMs: z.number().int().positive().default(60_000),
+  logger: z.custom<Logger>((value) => typeof value === 'object' && value !== null).optional(),
+});
+export type DockerSandboxOptions = z.input<typeof DockerSandboxOptions>;
+type ResolvedOptions = z.output<typeof DockerSandboxOptions>;
+export type DockerSandboxLimits = z.output<typeof Limits>;
+
+export interface DockerExecResult extends ExecResult {
+  /** The container's memory limit killed a process while this command ran. */
+  oomKilled: boolean;
+  /** A fork failed at the container's pids limit while this command ran. */
+  pidsLimitHit: boolean;
+}
+
+const Base64 = z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/);
+const PathText = z.string().max(65_536);
+const ReadResult = z.object({ data: Base64, realPath: PathText });
+const WriteResult = z.object({ realPath: PathText });
+const GlobResult = z.object({ matches: z.array(z.object({ path: PathText, realPath: PathText })) });
+const ExecWireResult = z.object({
+  exitCode: z.number().int(),
+  stdout: Base64,
+  stderr: Base64,
+  stdoutDropped: z.number().int().nonnegative(),
+  stderrDropped: z.number().int().nonnegative(),
+  timedOut: z.boolean(),
+  cancelled: z.boolean(),
+  oomKilled: z.boolean(),
+  pidsLimitHit: z.boolean(),
+  countersAvailable: z.boolean(),
+});
+
+/** Creates, starts and connects a hardened container; removes it again if any step fails. */
+export async function createDockerSandbox(options: DockerSandboxOptions): Promise<DockerSandbox> {
+  const parsed = DockerSandboxOptions.safeParse(options);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new Error(`invalid DockerSandbox option ${issue?.path.join('.') || '(root)'}: ${issue?.message}`);
+  }
+  const resolved = parsed.data;
+  const docker = resolved.docker ?? connectDocker();
+  const logger = resolved.logger ?? defaultLog;
+  const created = new Date().toISOString();
+  const labels: Record<string, string> = {
+    ...resolved.labels,
+    [LABEL_RUN]: resolved.runId,
+    [LABEL_REPO]: resolved.repo,
+    [LABEL_CREATED]: created,
+  };
+  const name = `frognano-${resolved.runId}-${randomBytes(3).toString('hex')}`;
+  const { limits } = resolved;
+
+  let container: Docker.Container;
+  try {
+    container = await docker.createContainer({
+      name,
+      Image: resolved.image,
+      Cmd: ['sleep', 'infinity'],
+      Entrypoint: [],
+      User: SANDBOX_USER,
+      WorkingDir: SANDBOX_WORKDIR,
+      Env: SANDBOX_ENV,
+      Labels: labels,
+      Tty: false,
+      OpenStdin: false,
+      NetworkDisabled: false,
+      HostConfig: {
+        NetworkMode: resolved.network,
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges'],
+        Privileged: false,
+        Init: true,
+        Memory: limits.memoryBytes,
+        MemorySwap: limits.memoryBytes,
+        NanoCpus: limits.nanoCpus,
+        PidsLimit: limits.pidsLimit,
+        Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${limits.tmpfsBytes},mode=1777` },
+        Binds: [],
+        Mounts: [],
+        AutoRemove: false,
+        ReadonlyRootfs: false,
+        IpcMode: 'private',
+        LogConfig: { Type: 'none', Config: {} },
+      },
+    });
+  } catch (error) {
+    throw new SandboxFailure(describeCreateError(error, resolved.image), { cause: error });
+  }
+
+  const sandbox = new DockerSandbox(docker, container, resolved, labels, logger);
+  try {
+    // putArchive runs in the engine, not as uid 1000, so it can give the sandbox user its
+    // home and /testbed in any image, even one without them.
+    const skeleton = packSkeleton();
+    await container.putArchive(skeleton, { path: '/' });
+    await container.start();
+    await sandbox.startHelper();
+  } catch (error) {
+    await sandbox.dispose();
+    if (error instanceof HelperPythonMissing) throw new SandboxFailure(error.message, { cause: error });
+    if (error instanceof SandboxFailure) throw error;
+    throw new SandboxFailure(`could not start sandbox container ${name}: ${errorText(error)}`, { cause: error });
+  }
+  logger.info({ runId: resolved.runId, container: container.id.slice(0, 12), image: resolved.image }, 'sandbox started');
+  return sandbox;
+}
+
+export class DockerSandbox implements Sandbox {
+  readonly kind = 'docker' as const;
+  readonly workdir = SANDBOX_WORKDIR;
+  readonly homeDir = SANDBOX_HOME;
+  readonly image: string;
+  readonly runId: string;
+  readonly limits: DockerSandboxLimits;
+  private readonly fileOpTimeoutMs: number;
+  private helper: ToolHelperChannel | undefined;
+  private helperStarting: Promise<ToolHelperChannel> | undefined;
+  /** Helper failures since the last successful request: the second one in a row is fatal. */
+  private consecutiveHelperFailures = 0;
+  private disposing: Promise<void> | undefined;
+
+  constructor(
+    private readonly docker: Docker,
+    private readonly container: Docker.Container,
+    options: ResolvedOptions,
+    readonly labels: Readonly<Record<string, string>>,
+    private readonly log: Logger,
+  ) {
+    this.fileOpTimeoutMs = options.fileOpTimeoutMs;
+    this.image = options.image;
+    this.runId = options.runId;
+    this.limits = options.limits;
+  }
+
+  get containerId(): string {
+    return this.container.id;
+  }
+
+  get disposed(): boolean {
+    return this.disposing !== undefined;
+  }
+
+  /** Starts the tool helper; called once by createDockerSandbox. */
+  async startHelper(): Promise<void> {
+    await this.getHelper();
+  }
+
+  async exec(command: string, options: ExecOptions = {}): Promise<DockerExecResult> {
+    const started = Date.now();
+    const maxOutputBytes = Math.min(options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_LIMIT);
+    const payload: Record<string, unknown> = {
+      command,
+      cwd: options.cwd ?? this.workdir,
+      env: options.env ?? {},
+      maxOutputBytes: Math.max(0, maxOutputBytes),
+      timeoutMs: options.timeoutMs ?? null,
+    };
+    if (options.stdin !== undefined) {
+      payload.stdin = Buffer.from(
+        typeof options.stdin === 'string' ? Buffer.from(options.stdin, 'utf8') : options.stdin,
+      ).toString('base64');
+    }
+    if (options.signal?.aborted) {
+      return killedResult(started, maxOutputBytes, 'aborted before it started');
+    }
+    let helper: ToolHelperChannel;
+    try {
+      helper = await this.getHelper();
+    } catch (error) {
+      throw this.fatal(error);
+    }
+    let id = 0;
+    let pgid = 0;
+    let cancelRequested = false;
+    let watchdog: NodeJS.Timeout | undefined;
+    const armWatchdog = (afterMs: number) => {
+      clearTimeout(watchdog);
+      watchdog = setTimeout(() => void this.rescue(helper, pgid, command), afterMs);
+    };
+    const onAbort = () => {
+      cancelRequested = true;
+      if (pgid) helper.cancel(id);
+      armWatchdog(EXEC_WATCHDOG_GRACE_MS);
+    };
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    if (options.timeoutMs !== undefined) armWatchdog(options.timeoutMs + EXEC_WATCHDOG_GRACE_MS);
+    try {
+      const raw = await helper.request('exec', payload, {
+        onId: (value) => (id = value),
+        onStarted: (value) => {
+          pgid = value;
+          if (cancelRequested) helper.cancel(id);
+        },
+      });
+      const wire = this.validate(helper, ExecWireResult, raw);
+      const stdout = Buffer.from(wire.stdout, 'base64');
+      let stderr = Buffer.from(wire.stderr, 'base64');
+      if (stdout.length > maxOutputBytes || stderr.length > maxOutputBytes) {
+        throw this.misbehaved(helper, 'tool helper returned more output than the cap');
+      }
+      this.consecutiveHelperFailures = 0;
+      let oomKilled = wire.oomKilled;
+      if (!wire.countersAvailable && wire.exitCode === -9 && !wire.timedOut && !wire.cancelled) {
+        oomKilled = await this.containerOomKilled();
+      }
+      const notes: string[] = [];
+      if (oomKilled) {
+        notes.push(
+          `[frognano sandbox] out of memory: a process was killed at the ${Math.round(this.limits.memoryBytes / MiB)} MiB memory limit`,
+        );
+      }
+      if (wire.pidsLimitHit) {
+        notes.push(
+          `[frognano sandbox] process limit reached: fork failed at the limit of ${this.limits.pidsLimit} processes`,
+        );
+      }
+      if (notes.length > 0) {
+        const sep = stderr.length > 0 && stderr[stderr.length - 1] !== 0x0a ? '\n' : '';
+        stderr = Buffer.concat([stderr, Buffer.from(`${sep}${notes.join('\n')}\n`, 'utf8')]);
+        this.log.warn({ runId: this.runId, oomKilled, pidsLimitHit: wire.pidsLimitHit }, 'sandbox limit reached');
+      }
+      return {
+        exitCode: wire.exitCode,
+        stdout,
+        stderr,
+        stdoutDroppedChars: wire.stdoutDropped,
+        stderrDroppedChars: wire.stderrDropped,
+        timedOut: wire.timedOut,
+        durationMs: Date.now() - started,
+        oomKilled,
+        pidsLimitHit: wire.pidsLimitHit,
+      };
+    } catch (error) {
+      if (error instanceof PythonError) throw error;
+      if (!(error instanceof HelperChannelError)) throw this.fatal(error);
+      // The command may have killed the helper (`pkill python3`): a fresh helper keeps the
+      // run going, and the command is reported as killed. A second failure in a row is fatal.
+      await this.recoverHelper(error);
+      return killedResult(started, maxOutputBytes, 'the sandbox tool helper died while this command ran');
+    } finally {
+      clearTimeout(watchdog);
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async readFile(path: string): Promise<FileRead> {
+    const result = await this.fileOp('read', { path }, ReadResult);
+    return { data: Buffer.from(result.data, 'base64'), realPath: result.realPath };
+  }
+
+  async writeFile(path: string, data: Uint8Array): Promise<{ realPath: string }> {
+    const result = await this.fileOp(
+      'write',
+      { path, data: Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64') },
+      WriteResult,
+    );
+    return { realPath: result.realPath };
+  }
+
+  async glob(pattern: string): Promise<GlobMatch[]> {
+    const result = await this.fileOp('glob', { pattern }, GlobResult);
+    return result.matches;
+  }
+
+  /**
+   * Copies the contents of a host directory into the sandbox (default: the workdir)
+   * through the Engine API: symlinks kept as links, every entry owned by uid 1000.
+   */
+  async copyIn(hostDir: string, target: string = this.workdir): Promise<{ entries: number }> {
+    const packed = packDirectory(hostDir, {
+      uid: SANDBOX_UID,
+      gid: SANDBOX_GID,
+      uname: 'frognano',
+      gname: 'frognano',
+    });
+    try {
+      const [, entries] = await Promise.all([this.container.putArchive(packed.stream as unknown as NodeJS.ReadableStream, { path: target }), packed.done]);
+      return { entries };
+    } catch (error) {
+      packed.stream.destroy();
+      throw new SandboxFailure(`could not copy ${hostDir} into the sandbox at ${target}: ${errorText(error)}`, {
+        cause: error,
+      });
+    }
+  }
+
+  /** Cuts every network: afterwards the container has loopback only. Idempotent. */
+  async disconnectNetwork(): Promise<void> {
+    const info = await this.container.inspect();
+    const networks = Object.keys(info.NetworkSettings?.Networks ?? {}).filter((name) => name !== 'none');
+    for (const name of networks) {
+      try {
+        await this.docker.getNetwork(name).disconnect({ Container: this.container.id, Force: true });
+      } catch (error) {
+        // Already gone (a concurrent call, or the network was removed): that is the goal.
+        if (!/is not connected|not found|no such/i.test(errorText(error))) {
+          throw new SandboxFailure(`could not disconnect the sandbox from network ${name}: ${errorText(error)}`, {
+            cause: error,
+          });
+        }
+      }
+    }
+    const after = await this.container.inspect();
+    const left = Object.keys(after.NetworkSettings?.Networks ?? {}).filter((name) => name !== 'none');
+    if (left.length > 0) throw new SandboxFailure(`sandbox still attached to network(s): ${left.join(', ')}`);
+  }
+
+  /**
+   * `docker commit` of the container (a setup snapshot). The image keeps the container's
+   * config (user, env, workdir) and labels; `labels` are added over them (pass the ones to
+   * override, e.g. `frognano.run`). Returns the image id.
+   */
+  async commit(tag: string, labels: Record<string, string> = {}): Promise<string> {
+    const { repo, tag: version } = splitImageTag(tag);
+    const result = (await this.container.commit({
+      _query: { container: this.container.id, repo, tag: version, pause: true, comment: 'frognano setup snapshot' },
+      _body: { Labels: labels },
+    })) as { Id?: string; id?: string };
+    const imageId = result.Id ?? result.id;
+    if (!imageId) throw new SandboxFailure(`docker commit of ${this.container.id} returned no image id`);
+    return imageId;
+  }
+
+  /** The container's State.OOMKilled flag (set when the memory cgroup killed anything). */
+  async containerOomKilled(): Promise<boolean> {
+    try {
+      const info = await this.container.inspect();
+      return info.State?.OOMKilled === true;
+    } catch {
+      return false;
+    }
+  }
+
+  async dispose(): Promise<void> {
+    this.disposing ??= (async () => {
+      this.helper?.close();
+      this.helper = undefined;
+      try {
+        await this.container.remove({ force: true, v: true });
+      } catch (error) {
+        const status = (error as { statusCode?: number }).statusCode;
+        // 404: already gone; 409: removal already in progress.
+        if (status !== 404 && status !== 409) {
+          this.log.error({ runId: this.runId, err: errorText(error) }, 'sandbox container removal failed');
+          throw new SandboxFailure(`could not remove sandbox container ${this.container.id}: ${errorText(error)}`, {
+            cause: error,
+          });
+        }
+      }
+    })();
+    return this.disposing;
+  }
+
+  private async fileOp<T>(
+    op: 'read' | 'write' | 'glob',
+    payload: Record<string, unknown>,
+    schema: z.ZodType<T>,
+  ): Promise<T> {
+    // Idempotent operations: on a broken helper, retry once on a fresh one.
+    for (;;) {
+      let helper: ToolHelperChannel;
+      try {
+        helper = await this.getHelper();
+      } catch (error) {
+        throw this.fatal(error);
+      }
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        const raw = await Promise.race([
+          helper.request(op, payload),
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => {
+              const error = new HelperChannelError(`tool helper did not answer ${op} within ${this.fileOpTimeoutMs} ms`);
+              helper.fail(error);
+              reject(error);
+            }, this.fileOpTimeoutMs);
+          }),
+        ]);
+        const value = this.validate(helper, schema, raw);
+        this.consecutiveHelperFailures = 0;
+        return value;
+      } catch (error) {
+        if (error instanceof PythonError) {
+          this.consecutiveHelperFailures = 0;
+          throw error;
+        }
+        if (!(error instanceof HelperChannelError)) throw this.fatal(error);
+        await this.recoverHelper(error);
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+  }
+
+  private validate<T>(helper: ToolHelperChannel, schema: z.ZodType<T>, raw: unknown): T {
+    const parsed = schema.safeParse(raw);
+    if (!parsed.success) throw this.misbehaved(helper, 'tool helper sent a malformed result');
+    return parsed.data;
+  }
+
+  private misbehaved(helper: ToolHelperChannel, message: string): HelperChannelError {
+    const error = new HelperChannelError(message);
+    helper.fail(error);
+    return error;
+  }
+
+  /** Counts a helper failure; throws SandboxFailure on the second in a row, else restarts it. */
+  private async recoverHelper(error: HelperChannelError): Promise<void> {
+    this.consecutiveHelperFailures += 1;
+    this.log.warn(
+      { runId: this.runId, err: error.message, failures: this.consecutiveHelperFailures },
+      'sandbox tool helper failed',
+    );
+    if (this.helper?.dead) this.helper = undefined;
+    if (this.disposed) throw new SandboxFailure('the sandbox was disposed', { cause: error });
+    if (this.consecutiveHelperFailures > 1) {
+      throw new SandboxFailure(`the sandbox tool helper failed again after a restart: ${error.message}`, {
+        cause: error,
+      });
+    }
+    try {
+      await this.getHelper();
+    } catch (restartError) {
+      throw this.fatal(restartError);
+    }
+  }
+
+  private fatal(error: unknown): SandboxFailure {
+    if (error instanceof SandboxFailure) return error;
+    if (this.disposed) return new SandboxFailure('the sandbox was disposed', { cause: error });
+    return new SandboxFailure(`sandbox tool helper unavailable: ${errorText(error)}`, { cause: error });
+  }
+
+  private async getHelper(): Promise<ToolHelperChannel> {
+    if (this.disposed) throw new SandboxFailure('the sandbox was disposed');
+    if (this.helper && !this.helper.dead) return this.helper;
+    this.helperStarting ??= ToolHelperChannel.start({
+      container: this.container,
+      user: SANDBOX_USER,
+      workdir: this.workdir,
+      env: SANDBOX_ENV,
+      image: this.image,
+    }).finally(() => {
+      this.helperStarting = undefined;
+    });
+    const helper = await this.helperStarting;
+    if (this.disposed) {
+      helper.close();
+      throw new SandboxFailure('the sandbox was disposed');
+    }
+    this.helper = helper;
+    return helper;
+  }
+
+  /**
+   * The helper did not answer in time after a timeout or abort: kill the command's group
+   * from the host with a second exec, then give the helper a last chance before dropping it.
+   */
+  private async rescue(helper: ToolHelperChannel, pgid: number, command: string): Promise<void> {
+    if (helper.dead) return;
+    this.log.warn({ runId: this.runId, pgid, command: command.slice(0, 200) }, 'sandbox exec overran; killing from host');
+    if (pgid > 0) {
+      try {
+        await this.runDirect(['kill', '-KILL', '--', `-${pgid}`]);
+      } catch (error) {
+        this.log.warn({ runId: this.runId, err: errorText(error) }, 'host-side kill failed');
+      }
+    }
+    setTimeout(() => {
+      if (!helper.dead) helper.fail(new HelperChannelError('tool helper did not finish a killed command'));
+    }, HOST_KILL_GRACE_MS).unref();
+  }
+
+  /** A plain exec as the sandbox user, outside the helper (used only for rescue). */
+  private async runDirect(cmd: string[]): Promise<void> {
+    const exec = await this.container.exec({
+      Cmd: cmd,
+      User: SANDBOX_USER,
+      AttachStdout: true,
+      AttachStderr: true,
+      Env: SANDBOX_ENV,
+    });
+    const stream = await exec.start({});
+    await new Promise<void>((resolve) => {
+      stream.on('end', resolve);
+      stream.on('close', resolve);
+      stream.on('error', () => resolve());
+      stream.resume();
+    });
+  }
+}
+
+function killedResult(started: number, maxOutputBytes: number, why: string): DockerExecResult {
+  const note = Buffer.from(`[frognano sandbox] ${why}\n`, 'utf8').subarray(0, Math.max(0, maxOutputBytes));
+  return {
+    exitCode: -9,
+    stdout: Buffer.alloc(0),
+    stderr: note,
+    stdoutDroppedChars: 0,
+    stderrDroppedChars: 0,
+    timedOut: false,
+    durationMs: Date.now() - started,
+    oomKilled: false,
+    pidsLimitHit: false,
+  };
+}
+
+/** `/home/frognano` and `/testbed`, owned by the sandbox user. */
+function packSkeleton(): Buffer {
+  const entries = [SANDBOX_HOME, SANDBOX_WORKDIR].flatMap((dir) => {
+    const parts = dir.split('/').filter(Boolean);
+    return parts.map((_, i) => ({ name: `${parts.slice(0, i + 1).join('/')}/`, owned: i === parts.length - 1 }));
+  });
+  const blocks: Buffer[] = [];
+  const seen = new Set<string>();
+  for (const entry of entries) {
+    if (seen.has(entry.name)) continue;
+    seen.add(entry.name);
+    // Parents (e.g. /home) are only created if missing; root keeps owning them.
+    if (!entry.owned) continue;
+    blocks.push(tarDirectoryHeader(entry.name, SANDBOX_UID, SANDBOX_GID, 0o755));
+  }
+  blocks.push(Buffer.alloc(1024));
+  return Buffer.concat(blocks);
+}
+
+/** One ustar header for a directory (small and fixed, so no stream is needed). */
+function tarDirectoryHeader(name: string, uid: number, gid: number, mode: number): Buffer {
+  const header = Buffer.alloc(512);
+  const octal = (value: number, length: number) => value.toString(8).padStart(length - 1, '0') + '\0';
+  header.write(name, 0, 100, 'utf8');
+  header.write(octal(mode, 8), 100, 'ascii');
+  header.write(octal(uid, 8), 108, 'ascii');
+  header.write(octal(gid, 8), 116, 'ascii');
+  header.write(octal(0, 12), 124, 'ascii');
+  header.write(octal(Math.floor(Date.now() / 1000), 12), 136, 'ascii');
+  header.write('        ', 148, 'ascii');
+  header.write('5', 156, 'ascii');
+  header.write('ustar\0', 257, 'ascii');
+  header.write('00', 263, 'ascii');
+  header.write('frognano', 265, 'ascii');
+  header.write('frognano', 297, 'ascii');
+  let sum = 0;
+  for (const byte of header) sum += byte;
+  header.write(sum.toString(8).padStart(6, '0') + '\0 ', 148, 'ascii');
+  return header;
+}
+
+function splitImageTag(reference: string): { repo: string; tag: string } {
+  const slash = reference.lastIndexOf('/');
+  const colon = reference.lastIndexOf(':');
+  if (colon > slash) return { repo: reference.slice(0, colon), tag: reference.slice(colon + 1) };
+  return { repo: reference, tag: 'latest' };
+}
+
+function describeCreateError(error: unknown, image: string): string {
+  const status = (error as { statusCode?: number }).statusCode;
+  if (status === 404 && /no such image/i.test(errorText(error))) {
+    return `sandbox image ${image} not found; build it (docker build -t ${image} sandbox/, or sandbox/build-offline.sh without a registry) or choose another image`;
+  }
+  return `could not create the sandbox container from ${image}: ${errorText(error)}`;
+}
+
+function errorText(error: unknown): string {
+  if (error instanceof Error) {
+    const json = (error as { json?: { message?: string } }).json;
+    return json?.message ?? error.message;
+  }
+  return String(error);
+}
