@@ -1,0 +1,200 @@
+// Configuration of the GitHub App half of the process (the lead folds it into src/config.ts).
+// APP_ID, PRIVATE_KEY(_PATH) and WEBHOOK_SECRET follow Probot's own conventions so its manifest
+// registration flow writes exactly the variables read here.
+import { readFileSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { z } from 'zod';
+
+const positiveInt = (what: string) =>
+  z
+    .string()
+    .trim()
+    .refine((raw) => /^\d+$/.test(raw) && Number(raw) > 0, { message: `must be ${what}` })
+    .transform(Number);
+
+const httpUrl = z
+  .string()
+  .trim()
+  .refine((raw) => /^https?:\/\/\S+$/.test(raw) && URL.canParse(raw), {
+    message: 'must be an http(s) URL',
+  })
+  .transform((raw) => raw.replace(/\/+$/, ''));
+
+// file:// is accepted for the git host so tests and air-gapped mirrors can stand in for GitHub.
+const gitUrl = z
+  .string()
+  .trim()
+  .refine((raw) => /^(https?|file):\/\/\S+$/.test(raw) && URL.canParse(raw), {
+    message: 'must be an http(s) or file:// URL such as https://github.com',
+  })
+  .transform((raw) => raw.replace(/\/+$/, ''));
+
+const hostName = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z0-9.-]+(:\d+)?$/, { message: 'must be a host name such as github.example.com' });
+
+export const AppEnv = z.object({
+  APP_ID: positiveInt('the numeric App ID').optional(),
+  PRIVATE_KEY: z.string().optional(),
+  PRIVATE_KEY_PATH: z.string().trim().min(1).optional(),
+  WEBHOOK_SECRET: z.string().min(1).optional(),
+  WEBHOOK_PATH: z
+    .string()
+    .trim()
+    .regex(/^\/\S*$/, { message: 'must be a path starting with /' })
+    .default('/api/github/webhooks'),
+  WEBHOOK_PROXY_URL: httpUrl.optional(),
+  PORT: z
+    .string()
+    .trim()
+    .refine((raw) => /^\d+$/.test(raw) && Number(raw) < 65536, {
+      message: 'must be a TCP port (0-65535)',
+    })
+    .transform(Number)
+    .default(3000),
+  HOST: z.string().trim().min(1).optional(),
+  GHE_HOST: hostName.optional(),
+  GHE_PROTOCOL: z.enum(['https', 'http'], { message: 'must be https or http' }).default('https'),
+  GITHUB_API_URL: httpUrl.optional(),
+  FROGNANO_GIT_URL: gitUrl.optional(),
+  FROGNANO_LABEL: z
+    .string()
+    .trim()
+    .min(1, 'must name a label')
+    .max(50, 'must be at most 50 characters (a GitHub label)')
+    .default('frognano'),
+  FROGNANO_DATA_DIR: z.string().trim().min(1).default('./data'),
+  FROGNANO_CONCURRENCY: z
+    .string()
+    .trim()
+    .refine((raw) => /^\d+$/.test(raw) && Number(raw) >= 1 && Number(raw) <= 64, {
+      message: 'must be a whole number from 1 to 64',
+    })
+    .transform(Number)
+    .default(1),
+  FROGNANO_PUBLIC_URL: httpUrl.optional(),
+  FROGNANO_STATUS_THROTTLE_MS: z
+    .string()
+    .trim()
+    .refine((raw) => /^\d+$/.test(raw), { message: 'must be a whole number of milliseconds' })
+    .transform(Number)
+    .default(15_000),
+  FROGNANO_SANDBOX: z
+    .enum(['docker', 'local'], { message: 'must be docker or local' })
+    .default('docker'),
+  FROGNANO_BOT_NAME: z.string().trim().min(1).optional(),
+  FROGNANO_BOT_EMAIL: z.string().trim().email({ message: 'must be an e-mail address' }).optional(),
+});
+export type AppEnv = z.infer<typeof AppEnv>;
+
+export interface AppConfig {
+  /** Present only when the app is registered; otherwise `npm start` runs the manifest flow. */
+  credentials?: { appId: number; privateKey: string; webhookSecret: string };
+  webhookPath: string;
+  webhookProxyUrl?: string;
+  port: number;
+  host?: string;
+  /** REST API base, e.g. https://api.github.com or https://ghe.example.com/api/v3. */
+  apiBaseUrl: string;
+  /** Where repositories are cloned from and pushed to: `${gitBaseUrl}/${owner}/${repo}.git`. */
+  gitBaseUrl: string;
+  label: string;
+  dataDir: string;
+  concurrency: number;
+  /** Public base URL of this server; when set, PR bodies link to the full trajectory. */
+  publicUrl?: string;
+  statusThrottleMs: number;
+  sandbox: 'docker' | 'local';
+  botIdentity?: { name: string; email: string };
+}
+
+export class AppConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(problems.join('\n'));
+    this.name = 'AppConfigError';
+  }
+}
+
+/** Parses the App's environment; throws AppConfigError with one line per bad variable. */
+export function loadAppConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+): AppConfig {
+  const present = Object.fromEntries(
+    Object.keys(AppEnv.shape)
+      .filter((key) => env[key] !== undefined && env[key] !== '')
+      .map((key) => [key, env[key]]),
+  );
+  const parsed = AppEnv.safeParse(present);
+  if (!parsed.success) {
+    throw new AppConfigError(
+      parsed.error.issues.map((issue) => {
+        const key = String(issue.path[0] ?? '');
+        const shown = /KEY|SECRET/.test(key) ? '(hidden)' : JSON.stringify(present[key]);
+        return `${key} ${issue.message} (got ${shown})`;
+      }),
+    );
+  }
+  const e = parsed.data;
+  const problems: string[] = [];
+  const gheBase = e.GHE_HOST ? `${e.GHE_PROTOCOL}://${e.GHE_HOST}` : undefined;
+
+  let privateKey: string | undefined;
+  if (e.PRIVATE_KEY) privateKey = decodePrivateKey(e.PRIVATE_KEY);
+  else if (e.PRIVATE_KEY_PATH) {
+    const path = isAbsolute(e.PRIVATE_KEY_PATH)
+      ? e.PRIVATE_KEY_PATH
+      : resolve(cwd, e.PRIVATE_KEY_PATH);
+    try {
+      privateKey = readFileSync(path, 'utf8');
+    } catch {
+      problems.push(
+        `PRIVATE_KEY_PATH must name a readable .pem file (got ${JSON.stringify(path)})`,
+      );
+    }
+  }
+  if (privateKey !== undefined && !/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(privateKey)) {
+    problems.push('PRIVATE_KEY must be a PEM private key (or its base64 encoding)');
+  }
+  let credentials: AppConfig['credentials'];
+  if (e.APP_ID !== undefined && privateKey !== undefined) {
+    if (!e.WEBHOOK_SECRET) {
+      problems.push('WEBHOOK_SECRET must be set when APP_ID and a private key are set');
+    } else credentials = { appId: e.APP_ID, privateKey, webhookSecret: e.WEBHOOK_SECRET };
+  }
+  if ((e.FROGNANO_BOT_NAME === undefined) !== (e.FROGNANO_BOT_EMAIL === undefined)) {
+    problems.push('FROGNANO_BOT_NAME and FROGNANO_BOT_EMAIL must be set together');
+  }
+  if (problems.length > 0) throw new AppConfigError(problems);
+
+  return {
+    credentials,
+    webhookPath: e.WEBHOOK_PATH,
+    webhookProxyUrl: e.WEBHOOK_PROXY_URL,
+    port: e.PORT,
+    host: e.HOST,
+    apiBaseUrl: e.GITHUB_API_URL ?? (gheBase ? `${gheBase}/api/v3` : 'https://api.github.com'),
+    gitBaseUrl: e.FROGNANO_GIT_URL ?? gheBase ?? 'https://github.com',
+    label: e.FROGNANO_LABEL,
+    dataDir: isAbsolute(e.FROGNANO_DATA_DIR)
+      ? e.FROGNANO_DATA_DIR
+      : resolve(cwd, e.FROGNANO_DATA_DIR),
+    concurrency: e.FROGNANO_CONCURRENCY,
+    publicUrl: e.FROGNANO_PUBLIC_URL,
+    statusThrottleMs: e.FROGNANO_STATUS_THROTTLE_MS,
+    sandbox: e.FROGNANO_SANDBOX,
+    botIdentity:
+      e.FROGNANO_BOT_NAME && e.FROGNANO_BOT_EMAIL
+        ? { name: e.FROGNANO_BOT_NAME, email: e.FROGNANO_BOT_EMAIL }
+        : undefined,
+  };
+}
+
+// Hosting platforms mangle multi-line variables: accept literal "\n" escapes and base64.
+function decodePrivateKey(raw: string): string {
+  const trimmed = raw.trim();
+  if (trimmed.includes('-----BEGIN')) return trimmed.replace(/\\n/g, '\n');
+  const decoded = Buffer.from(trimmed, 'base64').toString('utf8');
+  return decoded.includes('-----BEGIN') ? decoded : trimmed;
+}

@@ -1,0 +1,295 @@
+// Publishing a run's patch: applied to a clean host clone at the commit the run started from
+// (the sandbox's .git is never trusted), committed as the App's bot with a Co-authored-by
+// trailer for the person who asked, pushed to `frognano/issue-<N>`, and opened (or updated) as a
+// DRAFT pull request that fixes the issue, with a review request for that person.
+// The installation token reaches git only through the environment, as an HTTP header
+// (GIT_CONFIG_COUNT/KEY/VALUE): never in argv, never on disk, never in a log line.
+import { spawn } from 'node:child_process';
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { redactSecrets, registerSecret } from '../redact.js';
+import type { GitHubClient } from './octokit.js';
+
+export interface GitResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export type GitRunner = (
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+) => Promise<GitResult>;
+
+export const runGit: GitRunner = (args, options) =>
+  new Promise((resolvePromise, reject) => {
+    const child = spawn('git', args, {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.on('error', reject);
+    child.on('close', (code) =>
+      resolvePromise({
+        code: code ?? 1,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+      }),
+    );
+  });
+
+export interface BotIdentity {
+  name: string;
+  email: string;
+}
+
+export interface PublishParams {
+  octokit: GitHubClient;
+  owner: string;
+  repo: string;
+  issueNumber: number;
+  issueTitle: string;
+  /** Branch the pull request targets (the repository's default branch). */
+  baseBranch: string;
+  /** The commit the run started from; the patch is applied on top of it. */
+  baseCommit: string;
+  patch: string;
+  /** Clone/push URL of the repository, without credentials. */
+  gitUrl: string;
+  /** Mints a fresh installation token (tokens last an hour; a run can take most of it). */
+  mintToken: () => Promise<string>;
+  /** Directory for the temporary clone (removed afterwards). */
+  workRoot: string;
+  bot: BotIdentity;
+  coAuthor: { login: string; id: number };
+  /** e.g. users.noreply.github.com, for the co-author's address. */
+  noreplyDomain: string;
+  /** Renders the pull request body (after the push, so it may mention the commit). */
+  body: string;
+  log: Logger;
+  git?: GitRunner;
+}
+
+export interface PublishResult {
+  branch: string;
+  commit: string;
+  prNumber: number;
+  prUrl: string;
+  created: boolean;
+  reviewRequested: boolean;
+}
+
+export class PublishError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PublishError';
+  }
+}
+
+export function branchFor(issueNumber: number): string {
+  return `frognano/issue-${issueNumber}`;
+}
+
+/**
+ * The environment every git command runs with: no system or global config (no user hooks,
+ * templates or credential helpers), hooks disabled, no prompts, and - for http(s) remotes - the
+ * token as an Authorization header scoped to the remote's origin.
+ */
+export function gitEnvironment(home: string, gitUrl: string, token?: string): NodeJS.ProcessEnv {
+  const config: [string, string][] = [
+    ['core.hooksPath', '/dev/null'],
+    ['credential.helper', ''],
+    ['core.fsmonitor', 'false'],
+    ['protocol.ext.allow', 'never'],
+  ];
+  if (token && /^https?:/i.test(gitUrl)) {
+    const origin = new URL(gitUrl).origin;
+    const basic = Buffer.from(`x-access-token:${token}`).toString('base64');
+    registerSecret(basic);
+    config.push([`http.${origin}/.extraHeader`, `Authorization: Basic ${basic}`]);
+  }
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    HOME: home,
+    LANG: 'C.UTF-8',
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_CONFIG_COUNT: String(config.length),
+  };
+  config.forEach(([key, value], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = key;
+    env[`GIT_CONFIG_VALUE_${i}`] = value;
+  });
+  return env;
+}
+
+export async function publishPatch(params: PublishParams): Promise<PublishResult> {
+  if (params.patch.trim() === '') throw new PublishError('the patch is empty; nothing to publish');
+  if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/i.test(params.baseCommit)) {
+    throw new PublishError(`the base commit is not a full commit id: ${params.baseCommit}`);
+  }
+  const git = params.git ?? runGit;
+  const branch = branchFor(params.issueNumber);
+  await mkdir(params.workRoot, { recursive: true });
+  const dir = await mkdtemp(join(params.workRoot, 'publish-'));
+  const tree = join(dir, 'tree');
+  const home = join(dir, 'home');
+  await mkdir(tree);
+  await mkdir(home);
+  try {
+    const token = await params.mintToken();
+    registerSecret(token);
+    const env = gitEnvironment(home, params.gitUrl, token);
+    const run = async (args: string[], what: string): Promise<string> => {
+      const r = await git(args, { cwd: tree, env });
+      if (r.code !== 0) {
+        throw new PublishError(
+          `${what} failed: ${redactSecrets(r.stderr.trim() || r.stdout.trim()).slice(-2000)}`,
+        );
+      }
+      return r.stdout;
+    };
+
+    await run(['init', '-q'], 'git init');
+    await run(
+      ['fetch', '-q', '--no-tags', '--depth=1', params.gitUrl, params.baseCommit],
+      'fetching the base commit',
+    );
+    await run(['checkout', '-q', '--detach', params.baseCommit], 'checking out the base commit');
+    const patchFile = join(dir, 'change.patch');
+    await writeFile(patchFile, params.patch.endsWith('\n') ? params.patch : `${params.patch}\n`);
+    await run(['apply', '--index', '--whitespace=nowarn', patchFile], 'applying the patch');
+
+    const message = [
+      `frognano: ${params.issueTitle.replace(/\s+/g, ' ').trim().slice(0, 60)} (#${params.issueNumber})`,
+      '',
+      `Machine-generated by FrogNano-4B for issue #${params.issueNumber}; needs human review.`,
+      '',
+      `Co-authored-by: ${params.coAuthor.login} <${params.coAuthor.id}+${params.coAuthor.login}@${params.noreplyDomain}>`,
+      '',
+    ].join('\n');
+    const messageFile = join(dir, 'message.txt');
+    await writeFile(messageFile, message);
+    const identity = ['-c', `user.name=${params.bot.name}`, '-c', `user.email=${params.bot.email}`];
+    await run(
+      [...identity, 'commit', '-q', '--no-verify', '--no-gpg-sign', '-F', messageFile],
+      'committing',
+    );
+    const commit = (await run(['rev-parse', 'HEAD'], 'reading the commit')).trim();
+
+    // Force only over what we saw: a retry replaces our own branch, but a push that raced us
+    // (ours or a human's) is not silently overwritten.
+    const remote = await run(
+      ['ls-remote', params.gitUrl, `refs/heads/${branch}`],
+      'reading the remote branch',
+    );
+    const expected = remote.split(/\s+/)[0] ?? '';
+    await run(
+      [
+        'push',
+        '-q',
+        `--force-with-lease=refs/heads/${branch}:${expected}`,
+        params.gitUrl,
+        `HEAD:refs/heads/${branch}`,
+      ],
+      `pushing ${branch}`,
+    );
+    params.log.info({ branch, commit, retry: expected !== '' }, 'pushed branch');
+
+    const pr = await ensureDraftPullRequest(params.octokit, {
+      owner: params.owner,
+      repo: params.repo,
+      head: branch,
+      base: params.baseBranch,
+      title: `frognano: ${params.issueTitle.trim()}`.slice(0, 240),
+      body: params.body,
+    });
+    let reviewRequested = false;
+    try {
+      await params.octokit.rest.pulls.requestReviewers({
+        owner: params.owner,
+        repo: params.repo,
+        pull_number: pr.number,
+        reviewers: [params.coAuthor.login],
+      });
+      reviewRequested = true;
+    } catch (error) {
+      // 422 when the person cannot review (e.g. not a collaborator any more): the PR still stands.
+      params.log.warn({ err: error, pr: pr.number }, 'review request failed');
+    }
+    return {
+      branch,
+      commit,
+      prNumber: pr.number,
+      prUrl: pr.url,
+      created: pr.created,
+      reviewRequested,
+    };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Opens a draft PR for `head`, or updates the open one; safe to repeat. */
+export async function ensureDraftPullRequest(
+  octokit: GitHubClient,
+  p: { owner: string; repo: string; head: string; base: string; title: string; body: string },
+): Promise<{ number: number; url: string; created: boolean }> {
+  const { data: open } = await octokit.rest.pulls.list({
+    owner: p.owner,
+    repo: p.repo,
+    head: `${p.owner}:${p.head}`,
+    state: 'open',
+    per_page: 1,
+  });
+  const existing = open[0];
+  if (existing) {
+    await octokit.rest.pulls.update({
+      owner: p.owner,
+      repo: p.repo,
+      pull_number: existing.number,
+      title: p.title,
+      body: p.body,
+    });
+    return { number: existing.number, url: existing.html_url, created: false };
+  }
+  const { data } = await octokit.rest.pulls.create({
+    owner: p.owner,
+    repo: p.repo,
+    head: p.head,
+    base: p.base,
+    title: p.title,
+    body: p.body,
+    draft: true,
+    maintainer_can_modify: true,
+  });
+  return { number: data.number, url: data.html_url, created: true };
+}
+
+/**
+ * The App's commit identity `<slug>[bot] <id+slug[bot]@noreply>`, so GitHub shows the commit
+ * as made by the App. Two REST calls, made once per process.
+ */
+export async function resolveBotIdentity(
+  appOctokit: GitHubClient,
+  noreplyDomain: string,
+): Promise<BotIdentity> {
+  const { data: app } = await appOctokit.rest.apps.getAuthenticated();
+  const slug = app?.slug;
+  if (!slug) throw new Error('GET /app returned no slug');
+  const login = `${slug}[bot]`;
+  const { data: user } = await appOctokit.rest.users.getByUsername({ username: login });
+  return { name: login, email: `${user.id}+${login}@${noreplyDomain}` };
+}
+
+export function noreplyDomainFor(gitBaseUrl: string): string {
+  if (!/^https?:/i.test(gitBaseUrl)) return 'users.noreply.github.com';
+  const host = new URL(gitBaseUrl).hostname;
+  return host === 'github.com' ? 'users.noreply.github.com' : `users.noreply.${host}`;
+}

@@ -1,0 +1,339 @@
+// One status comment per issue, found by a hidden marker and edited in place, so a run never
+// floods the issue: queued (position) -> running (phase, step n/max) -> done / failed.
+import type { Logger } from 'pino';
+import type { RunPhase, RunResult } from '../runner/run-types.js';
+import { redactSecrets } from '../redact.js';
+import { fence, inlineCode, tail, untrustedProse } from './markdown.js';
+import type { GitHubClient, IssueRef } from './octokit.js';
+import type { RestBudget } from './rest-budget.js';
+
+export const STATUS_MARKER = '<!-- frognano:status -->';
+
+const RETRY_HINT =
+  'Comment `/frognano retry` to try again; anything after it on the same comment is passed to the model as extra guidance.';
+
+export type StatusState =
+  | { kind: 'queued'; position: number; requeued?: boolean }
+  | { kind: 'running'; phase: RunPhase; step?: number; maxSteps?: number }
+  | { kind: 'done'; prUrl: string; prNumber: number; partial: boolean; verified?: string }
+  | { kind: 'no-change'; finalMessage: string; reason: string }
+  | { kind: 'failed'; reason: string; detail?: string }
+  | { kind: 'cancelled'; by?: string }
+  | { kind: 'interrupted' }
+  | { kind: 'busy'; state: 'queued' | 'running' };
+
+const PHASE_WORDS: Record<RunPhase, string> = {
+  clone: 'cloning the repository',
+  config: 'reading `.github/frognano.yml`',
+  sandbox: 'starting the sandbox',
+  setup: 'running the setup commands',
+  'verify-before': 'running the tests before the change',
+  agent: 'the model is working',
+  capture: 'capturing the change',
+  'verify-after': 'running the tests after the change',
+  policy: 'checking the change against the repository policy',
+  cleanup: 'cleaning up',
+};
+
+export function renderStatus(
+  state: StatusState,
+  meta: { runId?: string; trigger?: string } = {},
+): string {
+  const lines: string[] = [STATUS_MARKER];
+  switch (state.kind) {
+    case 'queued':
+      lines.push(
+        state.requeued
+          ? `🐸 **frognano**: the previous attempt was interrupted by a restart; queued again (position ${state.position}).`
+          : `🐸 **frognano**: queued (position ${state.position}).`,
+      );
+      lines.push('', 'Comment `/frognano cancel` to cancel.');
+      break;
+    case 'running': {
+      const step =
+        state.step !== undefined && state.maxSteps !== undefined
+          ? ` (step ${state.step}/${state.maxSteps})`
+          : '';
+      lines.push(`🐸 **frognano**: running: ${PHASE_WORDS[state.phase]}${step}.`);
+      lines.push('', 'Comment `/frognano cancel` to stop it.');
+      break;
+    }
+    case 'done':
+      lines.push(
+        `🐸 **frognano**: opened draft pull request #${state.prNumber} (${state.prUrl}) for human review.`,
+      );
+      if (state.verified) lines.push('', state.verified);
+      if (state.partial) {
+        lines.push('', 'The model stopped on a limit, so the change may be incomplete.');
+      }
+      lines.push(
+        '',
+        'Not right? Review the draft, or ' +
+          RETRY_HINT.charAt(0).toLowerCase() +
+          RETRY_HINT.slice(1),
+      );
+      break;
+    case 'no-change':
+      lines.push(`🐸 **frognano**: no pull request: ${state.reason}`);
+      if (state.finalMessage.trim()) {
+        lines.push('', "The model's final message:", '', quote(state.finalMessage));
+      }
+      lines.push('', RETRY_HINT);
+      break;
+    case 'failed':
+      lines.push(`🐸 **frognano**: the run failed: ${state.reason}`);
+      if (state.detail?.trim()) lines.push('', fence(tail(redactSecrets(state.detail), 3000)));
+      lines.push('', RETRY_HINT);
+      break;
+    case 'cancelled':
+      lines.push(
+        `🐸 **frognano**: cancelled${state.by ? ` by @${state.by}` : ''}. Comment \`/frognano retry\` to start again.`,
+      );
+      break;
+    case 'interrupted':
+      lines.push(
+        '🐸 **frognano**: interrupted: the app is shutting down. The run will be queued again once when it restarts.',
+      );
+      break;
+    case 'busy':
+      lines.push(
+        `🐸 **frognano**: a run for this issue is already ${state.state}. Comment \`/frognano cancel\` to stop it, then \`/frognano retry\` to start again.`,
+      );
+      break;
+  }
+  if (meta.runId || meta.trigger) {
+    const bits = [meta.trigger, meta.runId ? `run ${inlineCode(meta.runId)}` : undefined].filter(
+      Boolean,
+    );
+    lines.push('', `<sub>${bits.join(' · ')}</sub>`);
+  }
+  return lines.join('\n');
+}
+
+function quote(text: string): string {
+  return tail(untrustedProse(text.trim()), 4000)
+    .split('\n')
+    .map((l) => `> ${l}`)
+    .join('\n');
+}
+
+/** A plain-words account of why a run produced no pull request, from its result. */
+export function describeResult(result: RunResult): StatusState | undefined {
+  switch (result.outcome) {
+    case 'config_error':
+      return {
+        kind: 'failed',
+        reason: `\`.github/frognano.yml\` is not valid: ${result.error ?? 'see the run log'}. Fix the file, then retry.`,
+      };
+    case 'clone_failed':
+      return {
+        kind: 'failed',
+        reason: `cloning the repository failed: ${result.error ?? 'unknown error'}.`,
+      };
+    case 'sandbox_failed':
+      return {
+        kind: 'failed',
+        reason: `the sandbox could not be started: ${result.error ?? 'unknown error'}.`,
+      };
+    case 'setup_failed':
+      return {
+        kind: 'failed',
+        reason: `the setup commands failed${result.error ? ` (${result.error})` : ''}. The end of their output:`,
+        detail: result.setupTail ?? '',
+      };
+    case 'model_unreachable':
+      return {
+        kind: 'failed',
+        reason: `the model endpoint could not be reached${result.error ? `: ${result.error}` : ''}. Check that the model server is up.`,
+      };
+    case 'cancelled':
+      return { kind: 'cancelled' };
+    case 'completed':
+      break;
+  }
+  if (result.violations.length > 0) {
+    return {
+      kind: 'failed',
+      reason: `the change touched paths the bot may not change, so no pull request was opened: ${result.violations
+        .map((v) => `${v.rule} ${inlineCode(v.detail)}`)
+        .join(', ')}.`,
+    };
+  }
+  if (result.patch.trim() === '') {
+    const why =
+      result.exitReason === 'llm_query_error'
+        ? 'the model endpoint stopped answering during the run and no file was changed.'
+        : result.exitReason && result.exitReason !== 'agent'
+          ? `the model stopped on a limit (${result.exitReason}) without changing any file.`
+          : 'the model finished without changing any file.';
+    const noTest = result.testCommand ? '' : ' No test command was configured or detected either.';
+    return { kind: 'no-change', reason: why + noTest, finalMessage: result.finalMessage };
+  }
+  return undefined;
+}
+
+/** One line about the test evidence, for the status comment. */
+export function verificationLine(result: RunResult): string {
+  if (!result.testCommand) {
+    return 'No test command was configured (`test:` in `.github/frognano.yml`) or detected, so the change is unverified.';
+  }
+  const before = result.verifyBefore
+    ? exitWords(result.verifyBefore.exitCode, result.verifyBefore.timedOut)
+    : 'not run';
+  const after = result.verifyAfter
+    ? exitWords(result.verifyAfter.exitCode, result.verifyAfter.timedOut)
+    : 'not run';
+  return `Tests ${inlineCode(result.testCommand.command)}: before ${before} → after ${after}.`;
+}
+
+export function exitWords(exitCode: number, timedOut: boolean): string {
+  if (timedOut) return 'timed out';
+  return exitCode === 0 ? 'passed (exit 0)' : `failed (exit ${exitCode})`;
+}
+
+interface CommentRow {
+  id: number;
+  body?: string | null;
+  user?: { login: string; type?: string } | null;
+}
+
+/**
+ * Creates or edits the issue's status comment and returns its id. A known id is edited directly;
+ * otherwise the first page of comments (and the last, for long threads) is searched for our marker.
+ */
+export async function ensureStatusComment(
+  octokit: GitHubClient,
+  issue: IssueRef,
+  body: string,
+  knownId?: number,
+): Promise<number> {
+  const ref = { owner: issue.owner, repo: issue.repo };
+  if (knownId !== undefined) {
+    try {
+      await octokit.rest.issues.updateComment({ ...ref, comment_id: knownId, body });
+      return knownId;
+    } catch (error) {
+      // Someone deleted it: start a new one.
+      if ((error as { status?: number }).status !== 404) throw error;
+    }
+  } else {
+    const found = await findStatusComment(octokit, issue);
+    if (found !== undefined) {
+      await octokit.rest.issues.updateComment({ ...ref, comment_id: found, body });
+      return found;
+    }
+  }
+  const { data } = await octokit.rest.issues.createComment({
+    ...ref,
+    issue_number: issue.issueNumber,
+    body,
+  });
+  return data.id;
+}
+
+async function findStatusComment(
+  octokit: GitHubClient,
+  issue: IssueRef,
+): Promise<number | undefined> {
+  const params = {
+    owner: issue.owner,
+    repo: issue.repo,
+    issue_number: issue.issueNumber,
+    per_page: 100,
+  };
+  const first = await octokit.rest.issues.listComments(params);
+  const mine = (rows: CommentRow[]) =>
+    rows.find((c) => c.user?.type === 'Bot' && (c.body ?? '').startsWith(STATUS_MARKER))?.id;
+  const hit = mine(first.data);
+  if (hit !== undefined) return hit;
+  const last = /<[^>]*[?&]page=(\d+)[^>]*>;\s*rel="last"/.exec(first.headers.link ?? '');
+  if (!last) return undefined;
+  const page = await octokit.rest.issues.listComments({ ...params, page: Number(last[1]) });
+  return mine(page.data);
+}
+
+export interface StatusReporterOptions {
+  octokit: GitHubClient;
+  issue: IssueRef;
+  /** Read at every write: the id may have been learned by someone else meanwhile. */
+  commentId: () => number | undefined;
+  throttleMs: number;
+  budget: RestBudget;
+  /** REST calls kept back for publishing and the final status edit. */
+  reserve: number;
+  log: Logger;
+  meta?: { runId?: string; trigger?: string };
+  onCommentId?: (id: number) => void;
+  /** Runs each write under the issue's lock (shared with intake). */
+  serialize?: (write: () => Promise<void>) => Promise<void>;
+}
+
+/**
+ * Throttled status updates: intermediate states are coalesced to at most one edit per
+ * `throttleMs` and dropped when the run's REST budget runs low; the final state is always sent.
+ */
+export class StatusReporter {
+  #latest: StatusState | undefined;
+  #lastBody = '';
+  #lastSentAt = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #chain: Promise<void> = Promise.resolve();
+  #closed = false;
+
+  constructor(private readonly options: StatusReporterOptions) {}
+
+  update(state: StatusState): void {
+    if (this.#closed) return;
+    this.#latest = state;
+    if (this.#timer) return;
+    const wait = Math.max(0, this.#lastSentAt + this.options.throttleMs - Date.now());
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      const latest = this.#latest;
+      if (!latest || this.options.budget.remaining() <= this.options.reserve) return;
+      this.#enqueueWrite(latest);
+    }, wait);
+    this.#timer.unref?.();
+  }
+
+  /** Sends the final state now (after any edit in flight) and stops further updates. */
+  async finish(state: StatusState): Promise<void> {
+    this.#closed = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#enqueueWrite(state);
+    await this.#chain;
+  }
+
+  /** Waits for edits in flight (tests and shutdown). */
+  async flush(): Promise<void> {
+    await this.#chain;
+  }
+
+  #enqueueWrite(state: StatusState): void {
+    const serialize = this.options.serialize ?? ((write: () => Promise<void>) => write());
+    this.#chain = this.#chain.then(async () => {
+      const body = renderStatus(state, this.options.meta);
+      if (body === this.#lastBody) return;
+      try {
+        await serialize(async () => {
+          const id = await ensureStatusComment(
+            this.options.octokit,
+            this.options.issue,
+            body,
+            this.options.commentId(),
+          );
+          this.options.onCommentId?.(id);
+        });
+        this.#lastBody = body;
+        this.#lastSentAt = Date.now();
+      } catch (error) {
+        // A status edit failing must not fail the run; the next edit tries again.
+        this.options.log.warn(
+          { err: error, issue: this.options.issue },
+          'status comment update failed',
+        );
+      }
+    });
+  }
+}

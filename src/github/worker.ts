@@ -1,0 +1,369 @@
+// Workers: take a queued run, drive the pipeline, keep the status comment truthful, publish the
+// draft PR, finish the record. All GitHub traffic of a run stays within its REST budget.
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { RunQueue, RunRecord } from '../runner/queue.js';
+import type { RunProgress, RunRequest, RunResult, SandboxKind } from '../runner/run-types.js';
+import { redactSecrets, registerSecret } from '../redact.js';
+import { STATUS_COMMENT_NOTE, statusCommentId, triggerWords } from './intake.js';
+import type { IssueJob } from './job.js';
+import type { KeyedLock } from './keyed-lock.js';
+import type { GitHubClient } from './octokit.js';
+import { renderPrBody } from './pr-body.js';
+import { type BotIdentity, type GitRunner, noreplyDomainFor, publishPatch } from './publish.js';
+import { RestBudget } from './rest-budget.js';
+import {
+  describeResult,
+  StatusReporter,
+  type StatusState,
+  verificationLine,
+} from './status-comment.js';
+import { issueKey } from './triggers.js';
+
+export type RunPipelineFn = (request: RunRequest) => Promise<RunResult>;
+
+export interface WorkerDeps {
+  queue: RunQueue<IssueJob>;
+  auth: (installationId: number) => Promise<GitHubClient>;
+  runPipeline: RunPipelineFn;
+  botIdentity: () => Promise<BotIdentity>;
+  lock: KeyedLock;
+  log: Logger;
+  /** `${gitBaseUrl}/${owner}/${repo}.git` is cloned and pushed. */
+  gitBaseUrl: string;
+  /** Trajectories and publish clones live under here. */
+  dataDir: string;
+  sandbox: SandboxKind;
+  statusThrottleMs: number;
+  /** Base URL under which `/frognano/runs/<id>/trajectory.json` is served publicly. */
+  publicUrl?: string;
+  /** How often workers look for queued runs and cancel flags (other processes may write them). */
+  pollMs?: number;
+  git?: GitRunner;
+}
+
+/** REST calls kept back for the push (token), PR lookup/create, review request and final status. */
+const PUBLISH_RESERVE = 6;
+
+export function runOutDir(dataDir: string, runId: string): string {
+  return join(dataDir, 'runs', runId);
+}
+
+export class WorkerPool {
+  readonly #running = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = true;
+  #idleWaiters: (() => void)[] = [];
+
+  constructor(private readonly deps: WorkerDeps) {}
+
+  start(): void {
+    this.#stopped = false;
+    const poll = () => {
+      this.kick();
+      for (const [runId, { controller }] of this.#running) {
+        if (!controller.signal.aborted && this.deps.queue.isCancelRequested(runId))
+          controller.abort();
+      }
+    };
+    this.#timer = setInterval(poll, this.deps.pollMs ?? 2000);
+    this.#timer.unref?.();
+    this.kick();
+  }
+
+  /** Claims as many queued runs as the global concurrency allows. */
+  kick(): void {
+    if (this.#stopped) return;
+    for (let run = this.deps.queue.claim(); run; run = this.deps.queue.claim()) {
+      const claimed = run;
+      const controller = new AbortController();
+      const done = this.#process(claimed, controller.signal)
+        .catch((error: unknown) => {
+          this.deps.log.error({ err: error, runId: claimed.id }, 'run crashed');
+          this.deps.queue.finish(claimed.id, 'failed', {
+            outcome: 'internal_error',
+            summary: String(error),
+          });
+        })
+        .finally(() => {
+          this.#running.delete(claimed.id);
+          this.kick();
+          this.#notifyIdle();
+        });
+      this.#running.set(claimed.id, { controller, done });
+      if (this.#stopped) break;
+    }
+    this.#notifyIdle();
+  }
+
+  /** Aborts a run of this process; false when it does not run here. */
+  abort(runId: string): boolean {
+    const entry = this.#running.get(runId);
+    if (!entry) return false;
+    entry.controller.abort();
+    return true;
+  }
+
+  get runningIds(): string[] {
+    return [...this.#running.keys()];
+  }
+
+  /** Resolves when this process runs nothing and nothing it could take is queued. */
+  idle(): Promise<void> {
+    if (this.#isIdle()) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  /** Stops taking runs and aborts those in flight (their records end cancelled or failed). */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearInterval(this.#timer);
+    for (const { controller } of this.#running.values()) controller.abort();
+    await Promise.all([...this.#running.values()].map((r) => r.done));
+  }
+
+  /**
+   * At start, before taking runs: runs left `running` by a dead process are requeued once or
+   * failed, whatever they left behind is reaped, and their issues are told what happened.
+   */
+  async recover(
+    reapOrphans: (liveRunIds: string[]) => Promise<void>,
+  ): Promise<{ requeued: number; failed: number }> {
+    const { deps } = this;
+    const { requeued, failed } = deps.queue.recoverInterrupted();
+    await reapOrphans(this.runningIds);
+    for (const run of [...requeued, ...failed]) {
+      const key = issueKey(run.job);
+      const budget = new RestBudget(undefined, run.restCalls);
+      const before = budget.used;
+      try {
+        const octokit = budget.attach(await deps.auth(run.job.installationId));
+        const state: StatusState =
+          run.state === 'queued'
+            ? { kind: 'queued', position: deps.queue.position(run.id) ?? 1, requeued: true }
+            : run.state === 'cancelled'
+              ? { kind: 'cancelled' }
+              : {
+                  kind: 'failed',
+                  reason: `the run was interrupted ${run.attempts} times by a restart of the app (a crash or a deployment), so it was given up. Nothing was published.`,
+                };
+        const reporter = new StatusReporter({
+          octokit,
+          issue: { owner: run.job.owner, repo: run.job.repo, issueNumber: run.job.issueNumber },
+          commentId: () => statusCommentId(deps.queue, key),
+          onCommentId: (id) => deps.queue.setNote(key, STATUS_COMMENT_NOTE, String(id)),
+          serialize: (write) => deps.lock.run(key, write),
+          throttleMs: 0,
+          budget,
+          reserve: 0,
+          log: deps.log,
+          meta: { runId: run.id, trigger: triggerWords(run.job) },
+        });
+        await reporter.finish(state);
+      } finally {
+        deps.queue.addRestCalls(run.id, budget.used - before);
+      }
+    }
+    if (requeued.length + failed.length > 0) {
+      deps.log.warn(
+        { requeued: requeued.length, failed: failed.length },
+        'recovered interrupted runs',
+      );
+    }
+    return { requeued: requeued.length, failed: failed.length };
+  }
+
+  #isIdle(): boolean {
+    return (
+      this.#running.size === 0 && (this.#stopped || this.deps.queue.list('queued').length === 0)
+    );
+  }
+
+  #notifyIdle(): void {
+    if (!this.#isIdle()) return;
+    const waiters = this.#idleWaiters.splice(0);
+    for (const w of waiters) w();
+  }
+
+  async #process(record: RunRecord<IssueJob>, signal: AbortSignal): Promise<void> {
+    const { deps } = this;
+    const job = record.job;
+    const key = issueKey(job);
+    const log = deps.log.child({
+      runId: record.id,
+      issue: `${job.owner}/${job.repo}#${job.issueNumber}`,
+    });
+    const budget = new RestBudget(undefined, record.restCalls);
+    const startUsed = budget.used;
+    const octokit = budget.attach(await deps.auth(job.installationId));
+    const issue = { owner: job.owner, repo: job.repo, issueNumber: job.issueNumber };
+    const status = new StatusReporter({
+      octokit,
+      issue,
+      commentId: () => statusCommentId(deps.queue, key),
+      onCommentId: (id) => deps.queue.setNote(key, STATUS_COMMENT_NOTE, String(id)),
+      serialize: (write) => deps.lock.run(key, write),
+      throttleMs: deps.statusThrottleMs,
+      budget,
+      reserve: PUBLISH_RESERVE,
+      log,
+      meta: { runId: record.id, trigger: triggerWords(job) },
+    });
+    const mintToken = async (): Promise<string> => {
+      // The mint is a REST call made by the auth strategy, outside the request hook.
+      budget.spend();
+      const auth = (await octokit.auth({ type: 'installation', refresh: true })) as {
+        token: string;
+      };
+      registerSecret(auth.token);
+      return auth.token;
+    };
+    const gitUrl = `${deps.gitBaseUrl}/${job.owner}/${job.repo}.git`;
+    const outDir = runOutDir(deps.dataDir, record.id);
+    await mkdir(outDir, { recursive: true });
+
+    let final: StatusState;
+    let state: 'done' | 'failed' | 'cancelled' = 'failed';
+    let outcome: string;
+    try {
+      status.update({ kind: 'running', phase: 'clone' });
+      let maxSteps: number | undefined;
+      const onProgress = (event: RunProgress) => {
+        if (event.kind === 'phase') {
+          status.update({
+            kind: 'running',
+            phase: event.phase,
+            step: event.phase === 'agent' ? 0 : undefined,
+            maxSteps,
+          });
+        } else {
+          maxSteps = event.maxSteps;
+          status.update({
+            kind: 'running',
+            phase: 'agent',
+            step: event.step,
+            maxSteps: event.maxSteps,
+          });
+        }
+      };
+      const result = await deps.runPipeline({
+        runId: record.id,
+        instanceId: `${job.owner}/${job.repo}#${job.issueNumber}`,
+        repo: gitUrl,
+        getCredential: /^https?:/i.test(gitUrl)
+          ? async () => ({ username: 'x-access-token', password: await mintToken() })
+          : undefined,
+        issueText: job.issueText,
+        extraGuidance: job.guidance,
+        sandbox: deps.sandbox,
+        outDir,
+        signal,
+        onProgress,
+      });
+      outcome = result.outcome;
+      const refusal =
+        signal.aborted && result.outcome !== 'completed'
+          ? { kind: 'cancelled' as const }
+          : describeResult(result);
+      if (refusal) {
+        final = refusal;
+        state = refusal.kind === 'cancelled' ? 'cancelled' : 'failed';
+        if (refusal.kind === 'no-change') {
+          state = 'done';
+          outcome = 'no_change';
+        }
+      } else if (signal.aborted) {
+        final = { kind: 'cancelled' };
+        state = 'cancelled';
+        outcome = 'cancelled';
+      } else {
+        final = await this.#publish(job, record.id, result, octokit, mintToken, gitUrl, log);
+        state = final.kind === 'done' ? 'done' : 'failed';
+        outcome = final.kind === 'done' ? 'pull_request' : 'publish_failed';
+      }
+    } catch (error) {
+      log.error({ err: error }, 'run failed unexpectedly');
+      final = {
+        kind: 'failed',
+        reason: `an internal error stopped the run: ${redactSecrets(error instanceof Error ? error.message : String(error))}`,
+      };
+      outcome = 'internal_error';
+    }
+    if (this.#stopped && signal.aborted && state !== 'done') {
+      // Shutdown, not a cancel: the record stays `running`, so the next start requeues it once.
+      await status.finish({ kind: 'interrupted' });
+      deps.queue.addRestCalls(record.id, budget.used - startUsed);
+      log.info({ restCalls: budget.used }, 'run interrupted by shutdown');
+      return;
+    }
+    await status.finish(final);
+    deps.queue.addRestCalls(record.id, budget.used - startUsed);
+    deps.queue.finish(record.id, state, { outcome, summary: final.kind });
+    log.info({ state, outcome, restCalls: budget.used }, 'run finished');
+  }
+
+  async #publish(
+    job: IssueJob,
+    runId: string,
+    result: RunResult,
+    octokit: GitHubClient,
+    mintToken: () => Promise<string>,
+    gitUrl: string,
+    log: Logger,
+  ): Promise<StatusState> {
+    const { deps } = this;
+    if (!result.baseCommit) {
+      return {
+        kind: 'failed',
+        reason:
+          'the run did not report the commit it started from, so the change cannot be applied.',
+      };
+    }
+    const trajectoryUrl =
+      deps.publicUrl && result.trajectoryPath
+        ? `${deps.publicUrl}/frognano/runs/${runId}/trajectory.json`
+        : undefined;
+    try {
+      const published = await publishPatch({
+        octokit,
+        owner: job.owner,
+        repo: job.repo,
+        issueNumber: job.issueNumber,
+        issueTitle: job.issueTitle,
+        baseBranch: job.defaultBranch ?? 'main',
+        baseCommit: result.baseCommit,
+        patch: result.patch,
+        gitUrl,
+        mintToken,
+        workRoot: join(deps.dataDir, 'publish'),
+        bot: await deps.botIdentity(),
+        coAuthor: job.sender,
+        noreplyDomain: noreplyDomainFor(deps.gitBaseUrl),
+        body: renderPrBody({
+          result,
+          issueNumber: job.issueNumber,
+          triggeredBy: job.sender.login,
+          trajectoryUrl,
+        }),
+        log,
+        git: deps.git,
+      });
+      return {
+        kind: 'done',
+        prNumber: published.prNumber,
+        prUrl: published.prUrl,
+        partial: result.partial,
+        verified: verificationLine(result),
+      };
+    } catch (error) {
+      log.warn({ err: error }, 'publishing failed');
+      return {
+        kind: 'failed',
+        reason: `the change was made, but pushing the branch or opening the draft pull request failed: ${redactSecrets(
+          error instanceof Error ? error.message : String(error),
+        )}`,
+      };
+    }
+  }
+}

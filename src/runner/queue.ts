@@ -1,0 +1,356 @@
+// The durable embedded queue: one SQLite file (better-sqlite3) in the data directory.
+// - deliveries: every accepted webhook delivery id, so a redelivery never makes a second run,
+//   and the raw trigger waits here (state `pending`) until intake has handled it - a crash
+//   between acknowledging GitHub and enqueueing loses nothing.
+// - runs: one row per run; a partial unique index allows one active (queued/running) run per key.
+// - notes: small per-key facts that outlive runs (the status comment id of an issue).
+// It knows nothing of GitHub: jobs are opaque JSON, keys are strings.
+// One process owns a data directory at a time (embedded mode); several machines use a shared
+// queue instead.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import Database from 'better-sqlite3';
+
+export type RunState = 'queued' | 'running' | 'done' | 'failed' | 'cancelled';
+
+export interface RunRecord<J = unknown> {
+  id: string;
+  key: string;
+  deliveryId?: string;
+  state: RunState;
+  /** How many times a worker claimed it (a restart that interrupts it counts one). */
+  attempts: number;
+  job: J;
+  cancelRequested: boolean;
+  restCalls: number;
+  createdAt: number;
+  startedAt?: number;
+  finishedAt?: number;
+  outcome?: string;
+  summary?: string;
+}
+
+export type EnqueueResult<J> =
+  | { status: 'queued'; run: RunRecord<J>; position: number }
+  | { status: 'active'; run: RunRecord<J> }
+  | { status: 'duplicate' };
+
+export interface PendingDelivery {
+  deliveryId: string;
+  event: string;
+  payload: unknown;
+  receivedAt: number;
+}
+
+export interface QueueOptions {
+  dataDir: string;
+  /** Global limit of runs in state `running`. */
+  concurrency: number;
+  /** Claims per run before an interrupted run is reported failed instead of requeued. */
+  maxAttempts?: number;
+}
+
+interface RunRow {
+  seq: number;
+  id: string;
+  key: string;
+  delivery_id: string | null;
+  state: RunState;
+  attempts: number;
+  job: string;
+  cancel_requested: number;
+  rest_calls: number;
+  created_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+  outcome: string | null;
+  summary: string | null;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS deliveries (
+  delivery_id TEXT PRIMARY KEY,
+  event TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  state TEXT NOT NULL DEFAULT 'pending',
+  received_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  key TEXT NOT NULL,
+  delivery_id TEXT UNIQUE,
+  state TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  job TEXT NOT NULL,
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  rest_calls INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  started_at INTEGER,
+  finished_at INTEGER,
+  outcome TEXT,
+  summary TEXT
+);
+CREATE UNIQUE INDEX IF NOT EXISTS runs_one_active_per_key ON runs(key) WHERE state IN ('queued', 'running');
+CREATE INDEX IF NOT EXISTS runs_by_state ON runs(state, seq);
+CREATE TABLE IF NOT EXISTS notes (
+  key TEXT NOT NULL,
+  name TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (key, name)
+);
+`;
+
+const DELIVERY_RETENTION_MS = 14 * 24 * 3600 * 1000;
+
+export class RunQueue<J = unknown> {
+  readonly path: string;
+  readonly concurrency: number;
+  readonly maxAttempts: number;
+  readonly #db: Database.Database;
+
+  private constructor(options: QueueOptions) {
+    mkdirSync(options.dataDir, { recursive: true });
+    this.path = join(options.dataDir, 'frognano.sqlite');
+    this.concurrency = options.concurrency;
+    this.maxAttempts = options.maxAttempts ?? 2;
+    this.#db = new Database(this.path);
+    this.#db.pragma('journal_mode = WAL');
+    this.#db.pragma('busy_timeout = 5000');
+    this.#db.pragma('synchronous = NORMAL');
+    this.#db.exec(SCHEMA);
+    this.#db
+      .prepare(`DELETE FROM deliveries WHERE state = 'done' AND received_at < ?`)
+      .run(Date.now() - DELIVERY_RETENTION_MS);
+  }
+
+  static open<J = unknown>(options: QueueOptions): RunQueue<J> {
+    if (!Number.isInteger(options.concurrency) || options.concurrency < 1) {
+      throw new Error(`queue concurrency must be a positive integer (got ${options.concurrency})`);
+    }
+    return new RunQueue<J>(options);
+  }
+
+  close(): void {
+    if (this.#db.open) this.#db.close();
+  }
+
+  /** Records a webhook delivery; false when this delivery id was seen before. */
+  recordDelivery(deliveryId: string, event: string, payload: unknown): boolean {
+    const info = this.#db
+      .prepare(
+        `INSERT OR IGNORE INTO deliveries (delivery_id, event, payload, received_at) VALUES (?, ?, ?, ?)`,
+      )
+      .run(deliveryId, event, JSON.stringify(payload), Date.now());
+    return info.changes === 1;
+  }
+
+  pendingDeliveries(): PendingDelivery[] {
+    const rows = this.#db
+      .prepare(
+        `SELECT delivery_id, event, payload, received_at FROM deliveries WHERE state = 'pending' ORDER BY received_at, rowid`,
+      )
+      .all() as { delivery_id: string; event: string; payload: string; received_at: number }[];
+    return rows.map((r) => ({
+      deliveryId: r.delivery_id,
+      event: r.event,
+      payload: JSON.parse(r.payload) as unknown,
+      receivedAt: r.received_at,
+    }));
+  }
+
+  completeDelivery(deliveryId: string): void {
+    // The payload is not needed any more; keep the id for deduplication.
+    this.#db
+      .prepare(`UPDATE deliveries SET state = 'done', payload = 'null' WHERE delivery_id = ?`)
+      .run(deliveryId);
+  }
+
+  /** Enqueues unless this key already has an active run or this delivery already made one. */
+  enqueue(input: { key: string; job: J; deliveryId?: string; id?: string }): EnqueueResult<J> {
+    const tx = this.#db.transaction((): EnqueueResult<J> => {
+      if (input.deliveryId) {
+        const seen = this.#db
+          .prepare(`SELECT 1 FROM runs WHERE delivery_id = ?`)
+          .get(input.deliveryId);
+        if (seen) return { status: 'duplicate' };
+      }
+      const active = this.activeFor(input.key);
+      if (active) return { status: 'active', run: active };
+      const id = input.id ?? randomUUID();
+      this.#db
+        .prepare(
+          `INSERT INTO runs (id, key, delivery_id, state, job, created_at) VALUES (?, ?, ?, 'queued', ?, ?)`,
+        )
+        .run(id, input.key, input.deliveryId ?? null, JSON.stringify(input.job), Date.now());
+      const run = this.get(id) as RunRecord<J>;
+      return { status: 'queued', run, position: this.position(id) ?? 1 };
+    });
+    return tx.immediate();
+  }
+
+  /** Moves the oldest queued run to `running` when the global limit allows; else undefined. */
+  claim(): RunRecord<J> | undefined {
+    const tx = this.#db.transaction((): RunRecord<J> | undefined => {
+      const running = this.#db
+        .prepare(`SELECT COUNT(*) AS n FROM runs WHERE state = 'running'`)
+        .get() as { n: number };
+      if (running.n >= this.concurrency) return undefined;
+      const next = this.#db
+        .prepare(`SELECT id FROM runs WHERE state = 'queued' ORDER BY seq LIMIT 1`)
+        .get() as { id: string } | undefined;
+      if (!next) return undefined;
+      this.#db
+        .prepare(
+          `UPDATE runs SET state = 'running', attempts = attempts + 1, started_at = ? WHERE id = ?`,
+        )
+        .run(Date.now(), next.id);
+      return this.get(next.id);
+    });
+    return tx.immediate();
+  }
+
+  finish(
+    id: string,
+    state: Extract<RunState, 'done' | 'failed' | 'cancelled'>,
+    details: { outcome?: string; summary?: string } = {},
+  ): void {
+    this.#db
+      .prepare(
+        `UPDATE runs SET state = ?, finished_at = ?, outcome = ?, summary = ? WHERE id = ? AND state IN ('queued', 'running')`,
+      )
+      .run(state, Date.now(), details.outcome ?? null, details.summary ?? null, id);
+  }
+
+  /**
+   * Cancels the active run of a key: a queued run is cancelled at once; a running run is flagged
+   * so its worker aborts it. Undefined when nothing is active.
+   */
+  requestCancel(key: string): { run: RunRecord<J>; wasRunning: boolean } | undefined {
+    const tx = this.#db.transaction(() => {
+      const active = this.activeFor(key);
+      if (!active) return undefined;
+      if (active.state === 'queued') {
+        this.finish(active.id, 'cancelled', { outcome: 'cancelled' });
+        return { run: this.get(active.id) as RunRecord<J>, wasRunning: false };
+      }
+      this.#db.prepare(`UPDATE runs SET cancel_requested = 1 WHERE id = ?`).run(active.id);
+      return { run: this.get(active.id) as RunRecord<J>, wasRunning: true };
+    });
+    return tx.immediate();
+  }
+
+  isCancelRequested(id: string): boolean {
+    const row = this.#db.prepare(`SELECT cancel_requested FROM runs WHERE id = ?`).get(id) as
+      { cancel_requested: number } | undefined;
+    return row?.cancel_requested === 1;
+  }
+
+  /** 1-based place among queued runs; undefined when the run is not queued. */
+  position(id: string): number | undefined {
+    const row = this.#db
+      .prepare(
+        `SELECT (SELECT COUNT(*) FROM runs q WHERE q.state = 'queued' AND q.seq <= r.seq) AS pos FROM runs r WHERE r.id = ? AND r.state = 'queued'`,
+      )
+      .get(id) as { pos: number } | undefined;
+    return row?.pos;
+  }
+
+  get(id: string): RunRecord<J> | undefined {
+    const row = this.#db.prepare(`SELECT * FROM runs WHERE id = ?`).get(id) as RunRow | undefined;
+    return row ? toRecord<J>(row) : undefined;
+  }
+
+  activeFor(key: string): RunRecord<J> | undefined {
+    const row = this.#db
+      .prepare(`SELECT * FROM runs WHERE key = ? AND state IN ('queued', 'running')`)
+      .get(key) as RunRow | undefined;
+    return row ? toRecord<J>(row) : undefined;
+  }
+
+  list(state?: RunState): RunRecord<J>[] {
+    const rows = (
+      state
+        ? this.#db.prepare(`SELECT * FROM runs WHERE state = ? ORDER BY seq`).all(state)
+        : this.#db.prepare(`SELECT * FROM runs ORDER BY seq`).all()
+    ) as RunRow[];
+    return rows.map((row) => toRecord<J>(row));
+  }
+
+  runningIds(): string[] {
+    return this.list('running').map((r) => r.id);
+  }
+
+  addRestCalls(id: string, calls: number): void {
+    this.#db.prepare(`UPDATE runs SET rest_calls = rest_calls + ? WHERE id = ?`).run(calls, id);
+  }
+
+  /**
+   * After a crash or restart: runs left `running` belong to no process any more. Each goes back
+   * to the queue if it has attempts left, else it is failed. Returns both lists so the caller
+   * can reap containers and tell the issue truthfully.
+   */
+  recoverInterrupted(): { requeued: RunRecord<J>[]; failed: RunRecord<J>[] } {
+    const tx = this.#db.transaction(() => {
+      const requeued: RunRecord<J>[] = [];
+      const failed: RunRecord<J>[] = [];
+      for (const run of this.list('running')) {
+        if (run.cancelRequested) {
+          this.finish(run.id, 'cancelled', { outcome: 'cancelled', summary: 'interrupted' });
+          failed.push(this.get(run.id) as RunRecord<J>);
+        } else if (run.attempts < this.maxAttempts) {
+          this.#db
+            .prepare(`UPDATE runs SET state = 'queued', started_at = NULL WHERE id = ?`)
+            .run(run.id);
+          requeued.push(this.get(run.id) as RunRecord<J>);
+        } else {
+          this.finish(run.id, 'failed', {
+            outcome: 'interrupted',
+            summary: `interrupted ${run.attempts} times by a restart`,
+          });
+          failed.push(this.get(run.id) as RunRecord<J>);
+        }
+      }
+      return { requeued, failed };
+    });
+    return tx.immediate();
+  }
+
+  getNote(key: string, name: string): string | undefined {
+    const row = this.#db
+      .prepare(`SELECT value FROM notes WHERE key = ? AND name = ?`)
+      .get(key, name) as { value: string } | undefined;
+    return row?.value;
+  }
+
+  setNote(key: string, name: string, value: string | undefined): void {
+    if (value === undefined) {
+      this.#db.prepare(`DELETE FROM notes WHERE key = ? AND name = ?`).run(key, name);
+    } else {
+      this.#db
+        .prepare(
+          `INSERT INTO notes (key, name, value) VALUES (?, ?, ?) ON CONFLICT (key, name) DO UPDATE SET value = excluded.value`,
+        )
+        .run(key, name, value);
+    }
+  }
+}
+
+function toRecord<J>(row: RunRow): RunRecord<J> {
+  return {
+    id: row.id,
+    key: row.key,
+    deliveryId: row.delivery_id ?? undefined,
+    state: row.state,
+    attempts: row.attempts,
+    job: JSON.parse(row.job) as J,
+    cancelRequested: row.cancel_requested === 1,
+    restCalls: row.rest_calls,
+    createdAt: row.created_at,
+    startedAt: row.started_at ?? undefined,
+    finishedAt: row.finished_at ?? undefined,
+    outcome: row.outcome ?? undefined,
+    summary: row.summary ?? undefined,
+  };
+}
