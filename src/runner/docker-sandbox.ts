@@ -17,7 +17,11 @@ import {
 } from '../leaf/sandbox.js';
 import { connectDocker } from './docker-engine.js';
 import { packDirectory } from './pack-directory.js';
-import { HelperChannelError, HelperPythonMissing, ToolHelperChannel } from './tool-helper-channel.js';
+import {
+  HelperChannelError,
+  HelperPythonMissing,
+  ToolHelperChannel,
+} from './tool-helper-channel.js';
 
 /** Built by sandbox/Dockerfile, or offline by sandbox/build-offline.sh (same name). */
 export const DEFAULT_SANDBOX_IMAGE = 'frognano/sandbox:py3';
@@ -40,6 +44,8 @@ const MAX_OUTPUT_BYTES_LIMIT = 32 * MiB;
 /** How long the helper gets beyond a command's own timeout before the host steps in. */
 const EXEC_WATCHDOG_GRACE_MS = 10_000;
 const HOST_KILL_GRACE_MS = 5_000;
+/** A helper that keeps dying is a broken sandbox, not bad luck. */
+const MAX_HELPER_RESTARTS = 20;
 
 const Limits = z.object({
   memoryBytes: z
@@ -58,12 +64,17 @@ const Limits = z.object({
 
 export const DockerSandboxOptions = z.object({
   docker: z
-    .custom<Docker>((value) => value instanceof Docker, { message: 'docker must be a Dockerode instance' })
+    .custom<Docker>((value) => value instanceof Docker, {
+      message: 'docker must be a Dockerode instance',
+    })
     .optional(),
   image: z.string().min(1).default(DEFAULT_SANDBOX_IMAGE),
   runId: z
     .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/, 'runId must be 1-100 of [A-Za-z0-9_.-], starting alphanumeric'),
+    .regex(
+      /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/,
+      'runId must be 1-100 of [A-Za-z0-9_.-], starting alphanumeric',
+    ),
   repo: z.string().max(512).default(''),
   network: z.enum(['none', 'bridge']).default('none'),
   limits: Limits.prefault({}),
@@ -106,7 +117,9 @@ export async function createDockerSandbox(options: DockerSandboxOptions): Promis
   const parsed = DockerSandboxOptions.safeParse(options);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new Error(`invalid DockerSandbox option ${issue?.path.join('.') || '(root)'}: ${issue?.message}`);
+    throw new Error(
+      `invalid DockerSandbox option ${issue?.path.join('.') || '(root)'}: ${issue?.message}`,
+    );
   }
   const resolved = parsed.data;
   const docker = resolved.docker ?? connectDocker();
@@ -162,17 +175,22 @@ export async function createDockerSandbox(options: DockerSandboxOptions): Promis
   try {
     // putArchive runs in the engine, not as uid 1000, so it can give the sandbox user its
     // home and /testbed in any image, even one without them.
-    const skeleton = packSkeleton();
-    await container.putArchive(skeleton, { path: '/' });
+    await container.putArchive(packDirectories([SANDBOX_HOME, SANDBOX_WORKDIR]), { path: '/' });
     await container.start();
     await sandbox.startHelper();
   } catch (error) {
     await sandbox.dispose();
-    if (error instanceof HelperPythonMissing) throw new SandboxFailure(error.message, { cause: error });
+    if (error instanceof HelperPythonMissing)
+      throw new SandboxFailure(error.message, { cause: error });
     if (error instanceof SandboxFailure) throw error;
-    throw new SandboxFailure(`could not start sandbox container ${name}: ${errorText(error)}`, { cause: error });
+    throw new SandboxFailure(`could not start sandbox container ${name}: ${errorText(error)}`, {
+      cause: error,
+    });
   }
-  logger.info({ runId: resolved.runId, container: container.id.slice(0, 12), image: resolved.image }, 'sandbox started');
+  logger.info(
+    { runId: resolved.runId, container: container.id.slice(0, 12), image: resolved.image },
+    'sandbox started',
+  );
   return sandbox;
 }
 
@@ -186,8 +204,8 @@ export class DockerSandbox implements Sandbox {
   private readonly fileOpTimeoutMs: number;
   private helper: ToolHelperChannel | undefined;
   private helperStarting: Promise<ToolHelperChannel> | undefined;
-  /** Helper failures since the last successful request: the second one in a row is fatal. */
-  private consecutiveHelperFailures = 0;
+  /** Helper restarts so far; past MAX_HELPER_RESTARTS the sandbox counts as broken. */
+  private helperRestarts = 0;
   private disposing: Promise<void> | undefined;
 
   constructor(
@@ -218,7 +236,10 @@ export class DockerSandbox implements Sandbox {
 
   async exec(command: string, options: ExecOptions = {}): Promise<DockerExecResult> {
     const started = Date.now();
-    const maxOutputBytes = Math.min(options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES_LIMIT);
+    const maxOutputBytes = Math.min(
+      options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
+      MAX_OUTPUT_BYTES_LIMIT,
+    );
     const payload: Record<string, unknown> = {
       command,
       cwd: options.cwd ?? this.workdir,
@@ -232,7 +253,8 @@ export class DockerSandbox implements Sandbox {
       ).toString('base64');
     }
     if (options.signal?.aborted) {
-      return killedResult(started, maxOutputBytes, 'aborted before it started');
+      // As if started and killed at once: nothing ran, nothing to say.
+      return killedResult(started, maxOutputBytes);
     }
     let helper: ToolHelperChannel;
     try {
@@ -269,7 +291,6 @@ export class DockerSandbox implements Sandbox {
       if (stdout.length > maxOutputBytes || stderr.length > maxOutputBytes) {
         throw this.misbehaved(helper, 'tool helper returned more output than the cap');
       }
-      this.consecutiveHelperFailures = 0;
       let oomKilled = wire.oomKilled;
       if (!wire.countersAvailable && wire.exitCode === -9 && !wire.timedOut && !wire.cancelled) {
         oomKilled = await this.containerOomKilled();
@@ -288,7 +309,10 @@ export class DockerSandbox implements Sandbox {
       if (notes.length > 0) {
         const sep = stderr.length > 0 && stderr[stderr.length - 1] !== 0x0a ? '\n' : '';
         stderr = Buffer.concat([stderr, Buffer.from(`${sep}${notes.join('\n')}\n`, 'utf8')]);
-        this.log.warn({ runId: this.runId, oomKilled, pidsLimitHit: wire.pidsLimitHit }, 'sandbox limit reached');
+        this.log.warn(
+          { runId: this.runId, oomKilled, pidsLimitHit: wire.pidsLimitHit },
+          'sandbox limit reached',
+        );
       }
       return {
         exitCode: wire.exitCode,
@@ -305,9 +329,13 @@ export class DockerSandbox implements Sandbox {
       if (error instanceof PythonError) throw error;
       if (!(error instanceof HelperChannelError)) throw this.fatal(error);
       // The command may have killed the helper (`pkill python3`): a fresh helper keeps the
-      // run going, and the command is reported as killed. A second failure in a row is fatal.
-      await this.recoverHelper(error);
-      return killedResult(started, maxOutputBytes, 'the sandbox tool helper died while this command ran');
+      // run going, and the command is reported as killed (it is not retried: side effects).
+      await this.recoverHelper(error, false);
+      return killedResult(
+        started,
+        maxOutputBytes,
+        'the sandbox tool helper died while this command ran',
+      );
     } finally {
       clearTimeout(watchdog);
       options.signal?.removeEventListener('abort', onAbort);
@@ -338,6 +366,12 @@ export class DockerSandbox implements Sandbox {
    * through the Engine API: symlinks kept as links, every entry owned by uid 1000.
    */
   async copyIn(hostDir: string, target: string = this.workdir): Promise<{ entries: number }> {
+    if (!target.startsWith('/'))
+      throw new Error(`copyIn target must be an absolute path: ${target}`);
+    if (target !== this.workdir) {
+      // putArchive needs an existing directory; made here as the sandbox user's.
+      await this.container.putArchive(packDirectories([target]), { path: '/' });
+    }
     const packed = packDirectory(hostDir, {
       uid: SANDBOX_UID,
       gid: SANDBOX_GID,
@@ -345,35 +379,53 @@ export class DockerSandbox implements Sandbox {
       gname: 'frognano',
     });
     try {
-      const [, entries] = await Promise.all([this.container.putArchive(packed.stream as unknown as NodeJS.ReadableStream, { path: target }), packed.done]);
+      const [, entries] = await Promise.all([
+        this.container.putArchive(packed.stream as unknown as NodeJS.ReadableStream, {
+          path: target,
+        }),
+        packed.done,
+      ]);
       return { entries };
     } catch (error) {
       packed.stream.destroy();
-      throw new SandboxFailure(`could not copy ${hostDir} into the sandbox at ${target}: ${errorText(error)}`, {
-        cause: error,
-      });
+      throw new SandboxFailure(
+        `could not copy ${hostDir} into the sandbox at ${target}: ${errorText(error)}`,
+        {
+          cause: error,
+        },
+      );
     }
   }
 
   /** Cuts every network: afterwards the container has loopback only. Idempotent. */
   async disconnectNetwork(): Promise<void> {
     const info = await this.container.inspect();
-    const networks = Object.keys(info.NetworkSettings?.Networks ?? {}).filter((name) => name !== 'none');
+    const networks = Object.keys(info.NetworkSettings?.Networks ?? {}).filter(
+      (name) => name !== 'none',
+    );
     for (const name of networks) {
       try {
-        await this.docker.getNetwork(name).disconnect({ Container: this.container.id, Force: true });
+        await this.docker
+          .getNetwork(name)
+          .disconnect({ Container: this.container.id, Force: true });
       } catch (error) {
         // Already gone (a concurrent call, or the network was removed): that is the goal.
         if (!/is not connected|not found|no such/i.test(errorText(error))) {
-          throw new SandboxFailure(`could not disconnect the sandbox from network ${name}: ${errorText(error)}`, {
-            cause: error,
-          });
+          throw new SandboxFailure(
+            `could not disconnect the sandbox from network ${name}: ${errorText(error)}`,
+            {
+              cause: error,
+            },
+          );
         }
       }
     }
     const after = await this.container.inspect();
-    const left = Object.keys(after.NetworkSettings?.Networks ?? {}).filter((name) => name !== 'none');
-    if (left.length > 0) throw new SandboxFailure(`sandbox still attached to network(s): ${left.join(', ')}`);
+    const left = Object.keys(after.NetworkSettings?.Networks ?? {}).filter(
+      (name) => name !== 'none',
+    );
+    if (left.length > 0)
+      throw new SandboxFailure(`sandbox still attached to network(s): ${left.join(', ')}`);
   }
 
   /**
@@ -384,11 +436,18 @@ export class DockerSandbox implements Sandbox {
   async commit(tag: string, labels: Record<string, string> = {}): Promise<string> {
     const { repo, tag: version } = splitImageTag(tag);
     const result = (await this.container.commit({
-      _query: { container: this.container.id, repo, tag: version, pause: true, comment: 'frognano setup snapshot' },
+      _query: {
+        container: this.container.id,
+        repo,
+        tag: version,
+        pause: true,
+        comment: 'frognano setup snapshot',
+      },
       _body: { Labels: labels },
     })) as { Id?: string; id?: string };
     const imageId = result.Id ?? result.id;
-    if (!imageId) throw new SandboxFailure(`docker commit of ${this.container.id} returned no image id`);
+    if (!imageId)
+      throw new SandboxFailure(`docker commit of ${this.container.id} returned no image id`);
     return imageId;
   }
 
@@ -412,10 +471,16 @@ export class DockerSandbox implements Sandbox {
         const status = (error as { statusCode?: number }).statusCode;
         // 404: already gone; 409: removal already in progress.
         if (status !== 404 && status !== 409) {
-          this.log.error({ runId: this.runId, err: errorText(error) }, 'sandbox container removal failed');
-          throw new SandboxFailure(`could not remove sandbox container ${this.container.id}: ${errorText(error)}`, {
-            cause: error,
-          });
+          this.log.error(
+            { runId: this.runId, err: errorText(error) },
+            'sandbox container removal failed',
+          );
+          throw new SandboxFailure(
+            `could not remove sandbox container ${this.container.id}: ${errorText(error)}`,
+            {
+              cause: error,
+            },
+          );
         }
       }
     })();
@@ -428,7 +493,7 @@ export class DockerSandbox implements Sandbox {
     schema: z.ZodType<T>,
   ): Promise<T> {
     // Idempotent operations: on a broken helper, retry once on a fresh one.
-    for (;;) {
+    for (let attempt = 1; ; attempt += 1) {
       let helper: ToolHelperChannel;
       try {
         helper = await this.getHelper();
@@ -441,22 +506,19 @@ export class DockerSandbox implements Sandbox {
           helper.request(op, payload),
           new Promise<never>((_, reject) => {
             timer = setTimeout(() => {
-              const error = new HelperChannelError(`tool helper did not answer ${op} within ${this.fileOpTimeoutMs} ms`);
+              const error = new HelperChannelError(
+                `tool helper did not answer ${op} within ${this.fileOpTimeoutMs} ms`,
+              );
               helper.fail(error);
               reject(error);
             }, this.fileOpTimeoutMs);
           }),
         ]);
-        const value = this.validate(helper, schema, raw);
-        this.consecutiveHelperFailures = 0;
-        return value;
+        return this.validate(helper, schema, raw);
       } catch (error) {
-        if (error instanceof PythonError) {
-          this.consecutiveHelperFailures = 0;
-          throw error;
-        }
+        if (error instanceof PythonError) throw error;
         if (!(error instanceof HelperChannelError)) throw this.fatal(error);
-        await this.recoverHelper(error);
+        await this.recoverHelper(error, attempt > 1);
       } finally {
         clearTimeout(timer);
       }
@@ -475,20 +537,34 @@ export class DockerSandbox implements Sandbox {
     return error;
   }
 
-  /** Counts a helper failure; throws SandboxFailure on the second in a row, else restarts it. */
-  private async recoverHelper(error: HelperChannelError): Promise<void> {
-    this.consecutiveHelperFailures += 1;
+  /**
+   * After a helper failure: restart it, unless this request already had its one restart
+   * (`finalAttempt`) or the sandbox keeps breaking; then the sandbox itself has failed.
+   */
+  private async recoverHelper(error: HelperChannelError, finalAttempt: boolean): Promise<void> {
+    if (this.helper?.dead) this.helper = undefined;
     this.log.warn(
-      { runId: this.runId, err: error.message, failures: this.consecutiveHelperFailures },
+      { runId: this.runId, err: error.message, restarts: this.helperRestarts },
       'sandbox tool helper failed',
     );
-    if (this.helper?.dead) this.helper = undefined;
     if (this.disposed) throw new SandboxFailure('the sandbox was disposed', { cause: error });
-    if (this.consecutiveHelperFailures > 1) {
-      throw new SandboxFailure(`the sandbox tool helper failed again after a restart: ${error.message}`, {
-        cause: error,
-      });
+    if (finalAttempt) {
+      throw new SandboxFailure(
+        `the sandbox tool helper failed again after a restart: ${error.message}`,
+        {
+          cause: error,
+        },
+      );
     }
+    if (this.helperRestarts >= MAX_HELPER_RESTARTS) {
+      throw new SandboxFailure(
+        `the sandbox tool helper failed ${this.helperRestarts + 1} times: ${error.message}`,
+        {
+          cause: error,
+        },
+      );
+    }
+    this.helperRestarts += 1;
     try {
       await this.getHelper();
     } catch (restartError) {
@@ -499,7 +575,9 @@ export class DockerSandbox implements Sandbox {
   private fatal(error: unknown): SandboxFailure {
     if (error instanceof SandboxFailure) return error;
     if (this.disposed) return new SandboxFailure('the sandbox was disposed', { cause: error });
-    return new SandboxFailure(`sandbox tool helper unavailable: ${errorText(error)}`, { cause: error });
+    return new SandboxFailure(`sandbox tool helper unavailable: ${errorText(error)}`, {
+      cause: error,
+    });
   }
 
   private async getHelper(): Promise<ToolHelperChannel> {
@@ -529,7 +607,10 @@ export class DockerSandbox implements Sandbox {
    */
   private async rescue(helper: ToolHelperChannel, pgid: number, command: string): Promise<void> {
     if (helper.dead) return;
-    this.log.warn({ runId: this.runId, pgid, command: command.slice(0, 200) }, 'sandbox exec overran; killing from host');
+    this.log.warn(
+      { runId: this.runId, pgid, command: command.slice(0, 200) },
+      'sandbox exec overran; killing from host',
+    );
     if (pgid > 0) {
       try {
         await this.runDirect(['kill', '-KILL', '--', `-${pgid}`]);
@@ -538,7 +619,8 @@ export class DockerSandbox implements Sandbox {
       }
     }
     setTimeout(() => {
-      if (!helper.dead) helper.fail(new HelperChannelError('tool helper did not finish a killed command'));
+      if (!helper.dead)
+        helper.fail(new HelperChannelError('tool helper did not finish a killed command'));
     }, HOST_KILL_GRACE_MS).unref();
   }
 
@@ -561,8 +643,10 @@ export class DockerSandbox implements Sandbox {
   }
 }
 
-function killedResult(started: number, maxOutputBytes: number, why: string): DockerExecResult {
-  const note = Buffer.from(`[frognano sandbox] ${why}\n`, 'utf8').subarray(0, Math.max(0, maxOutputBytes));
+function killedResult(started: number, maxOutputBytes: number, why?: string): DockerExecResult {
+  const note = why
+    ? Buffer.from(`[frognano sandbox] ${why}\n`, 'utf8').subarray(0, Math.max(0, maxOutputBytes))
+    : Buffer.alloc(0);
   return {
     exitCode: -9,
     stdout: Buffer.alloc(0),
@@ -576,21 +660,17 @@ function killedResult(started: number, maxOutputBytes: number, why: string): Doc
   };
 }
 
-/** `/home/frognano` and `/testbed`, owned by the sandbox user. */
-function packSkeleton(): Buffer {
-  const entries = [SANDBOX_HOME, SANDBOX_WORKDIR].flatMap((dir) => {
-    const parts = dir.split('/').filter(Boolean);
-    return parts.map((_, i) => ({ name: `${parts.slice(0, i + 1).join('/')}/`, owned: i === parts.length - 1 }));
+/**
+ * A tar of directories owned by the sandbox user, extracted at `/`. Missing parents are
+ * made by the engine and stay root's.
+ */
+function packDirectories(dirs: string[]): Buffer {
+  const blocks = dirs.map((dir) => {
+    const name = `${dir.split('/').filter(Boolean).join('/')}/`;
+    if (Buffer.byteLength(name) > 100)
+      throw new Error(`directory path too long for the sandbox skeleton: ${dir}`);
+    return tarDirectoryHeader(name, SANDBOX_UID, SANDBOX_GID, 0o755);
   });
-  const blocks: Buffer[] = [];
-  const seen = new Set<string>();
-  for (const entry of entries) {
-    if (seen.has(entry.name)) continue;
-    seen.add(entry.name);
-    // Parents (e.g. /home) are only created if missing; root keeps owning them.
-    if (!entry.owned) continue;
-    blocks.push(tarDirectoryHeader(entry.name, SANDBOX_UID, SANDBOX_GID, 0o755));
-  }
   blocks.push(Buffer.alloc(1024));
   return Buffer.concat(blocks);
 }
@@ -598,7 +678,8 @@ function packSkeleton(): Buffer {
 /** One ustar header for a directory (small and fixed, so no stream is needed). */
 function tarDirectoryHeader(name: string, uid: number, gid: number, mode: number): Buffer {
   const header = Buffer.alloc(512);
-  const octal = (value: number, length: number) => value.toString(8).padStart(length - 1, '0') + '\0';
+  const octal = (value: number, length: number) =>
+    value.toString(8).padStart(length - 1, '0') + '\0';
   header.write(name, 0, 100, 'utf8');
   header.write(octal(mode, 8), 100, 'ascii');
   header.write(octal(uid, 8), 108, 'ascii');

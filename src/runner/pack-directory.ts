@@ -47,7 +47,13 @@ export function packDirectory(hostDir: string, owner: PackOwner): PackedTree {
           await walk(abs, relName);
         } else if (st.isSymbolicLink()) {
           const linkname = await readlink(abs);
-          await writeEntry(pack, { ...base, name: relName, type: 'symlink', linkname, mode: 0o777 });
+          await writeEntry(pack, {
+            ...base,
+            name: relName,
+            type: 'symlink',
+            linkname,
+            mode: 0o777,
+          });
           count += 1;
         } else if (st.isFile()) {
           const entry = pack.entry({ ...base, name: relName, type: 'file', size: st.size });
@@ -70,7 +76,7 @@ export function packDirectory(hostDir: string, owner: PackOwner): PackedTree {
   return { stream: pack, done };
 }
 
-function writeEntry(pack: tar.Pack, header: Parameters<tar.Pack["entry"]>[0]): Promise<void> {
+function writeEntry(pack: tar.Pack, header: Parameters<tar.Pack['entry']>[0]): Promise<void> {
   return new Promise((resolve, reject) => {
     pack.entry(header, (error?: Error | null) => (error ? reject(error) : resolve()));
   });

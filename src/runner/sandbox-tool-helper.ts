@@ -198,24 +198,18 @@ def op_exec(req):
         else:
             proc.stdin.close()
         timed_out = False
-        killed_at = None
         while True:
             now = time.monotonic()
-            if killed_at is None and (state["cancelled"] or (deadline is not None and now >= deadline)):
+            if state["cancelled"] or (deadline is not None and now >= deadline):
+                # Like Python's TimeoutExpired: keep what was read so far and wait for bash
+                # only; a process that left the group may hold the pipes open forever.
                 timed_out = not state["cancelled"]
                 kill_group(pgid, proc)
-                killed_at = now = time.monotonic()
+                break
             reading = any(key.data is not None for key in sel.get_map().values())
             if not reading and proc.poll() is not None:
                 break
-            if killed_at is not None and now - killed_at > 2.0:
-                break  # processes that left the group still hold the pipes
-            if killed_at is not None:
-                wait = 0.1
-            elif deadline is not None:
-                wait = min(0.5, max(0.0, deadline - now))
-            else:
-                wait = 0.5
+            wait = 0.5 if deadline is None else min(0.5, max(0.0, deadline - now))
             if not sel.get_map():
                 time.sleep(min(wait, 0.05))
                 continue

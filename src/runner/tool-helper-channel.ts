@@ -24,7 +24,11 @@ const Hello = z.object({
 });
 
 const RequestId = z.number().int().positive();
-const Started = z.object({ id: RequestId, event: z.literal('started'), pgid: z.number().int().positive() });
+const Started = z.object({
+  id: RequestId,
+  event: z.literal('started'),
+  pgid: z.number().int().positive(),
+});
 const Succeeded = z.object({ id: RequestId, ok: z.literal(true), result: z.unknown() });
 const Failed = z.object({
   id: RequestId,
@@ -109,7 +113,8 @@ export class ToolHelperChannel {
         };
         channel.onEarlyEnd = reject;
         timer = setTimeout(
-          () => reject(new HelperChannelError(`tool helper did not start within ${helloTimeoutMs} ms`)),
+          () =>
+            reject(new HelperChannelError(`tool helper did not start within ${helloTimeoutMs} ms`)),
           helloTimeoutMs,
         );
         channel.attach(exec);
@@ -222,7 +227,11 @@ export class ToolHelperChannel {
       const head = this.peek(4);
       const length = head.readUInt32BE(0);
       if (length > MAX_HELPER_FRAME_BYTES) {
-        this.fail(new HelperChannelError(`tool helper sent a ${length}-byte frame (limit ${MAX_HELPER_FRAME_BYTES})`));
+        this.fail(
+          new HelperChannelError(
+            `tool helper sent a ${length}-byte frame (limit ${MAX_HELPER_FRAME_BYTES})`,
+          ),
+        );
         return;
       }
       if (this.buffered < 4 + length) return;
@@ -289,7 +298,11 @@ export class ToolHelperChannel {
 
   /** After an early end: did the exec fail because python3 could not be run? */
   private async pythonMissing(): Promise<boolean> {
-    if (/executable file not found|no such file or directory.*python3|python3: not found/i.test(this.stderrTail)) {
+    if (
+      /executable file not found|no such file or directory.*python3|python3: not found/i.test(
+        this.stderrTail,
+      )
+    ) {
       return true;
     }
     for (let attempt = 0; attempt < 10; attempt += 1) {
