@@ -1,0 +1,89 @@
+// Cleanup of what dead runs left behind (a killed worker, a power cut): containers
+// labelled as ours, surplus snapshot images, and run work directories. `frognano reap`
+// runs it on demand; workers run it at start. Only things that are provably ours are
+// touched: containers by label, directories by their run marker.
+import { readdir, readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type Docker from 'dockerode';
+import type { Logger } from 'pino';
+import { LABEL_RUN } from './docker-sandbox.js';
+import { DEFAULT_SNAPSHOT_CAP, evictSnapshots } from './snapshot-cache.js';
+import { RUN_MARKER } from './workspace.js';
+
+export interface ReapOptions {
+  /**
+   * Runs that are still going anywhere that shares this engine or work root (all workers,
+   * not only this process): their containers and directories are left alone.
+   */
+  liveRunIds: Iterable<string>;
+  /** The directory holding `<runId>/` work directories. */
+  workRoot: string;
+  /** Snapshot images kept (least recently used beyond this are removed). */
+  snapshotCap?: number;
+  log?: Logger;
+}
+
+export interface ReapResult {
+  containers: number;
+  images: number;
+  workDirs: number;
+}
+
+/** `docker` may be undefined (no engine): then only work directories are reaped. */
+export async function reap(docker: Docker | undefined, options: ReapOptions): Promise<ReapResult> {
+  const live = new Set(options.liveRunIds);
+  const result: ReapResult = { containers: 0, images: 0, workDirs: 0 };
+  if (docker) {
+    const containers = await docker.listContainers({
+      all: true,
+      filters: JSON.stringify({ label: [LABEL_RUN] }),
+    });
+    for (const info of containers) {
+      const runId = info.Labels?.[LABEL_RUN] ?? '';
+      if (live.has(runId)) continue;
+      try {
+        await docker.getContainer(info.Id).remove({ force: true, v: true });
+        result.containers++;
+        options.log?.info({ runId, container: info.Id.slice(0, 12) }, 'reaped container');
+      } catch (error) {
+        // Already gone (another reaper, or its own run's cleanup) is fine.
+        if ((error as { statusCode?: number }).statusCode !== 404) throw error;
+      }
+    }
+    const removed = await evictSnapshots(docker, {
+      keep: options.snapshotCap ?? DEFAULT_SNAPSHOT_CAP,
+    });
+    result.images = removed.length;
+    if (removed.length > 0) options.log?.info({ images: removed.length }, 'reaped snapshot images');
+  }
+  result.workDirs = await reapWorkDirs(path.resolve(options.workRoot), live, options.log);
+  return result;
+}
+
+async function reapWorkDirs(workRoot: string, live: Set<string>, log?: Logger): Promise<number> {
+  const entries = await readdir(workRoot, { withFileTypes: true }).catch(
+    (error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return [];
+      throw error;
+    },
+  );
+  let count = 0;
+  for (const entry of entries) {
+    if (!entry.isDirectory() || live.has(entry.name)) continue;
+    const dir = path.join(workRoot, entry.name);
+    const marker = await readFile(path.join(dir, RUN_MARKER), 'utf8').catch(() => undefined);
+    if (marker === undefined) continue;
+    let runId: unknown;
+    try {
+      runId = (JSON.parse(marker) as { runId?: unknown }).runId;
+    } catch {
+      runId = undefined;
+    }
+    // The marker must agree with the directory name: a marker copied elsewhere is not ours.
+    if (runId !== entry.name) continue;
+    await rm(dir, { recursive: true, force: true });
+    count++;
+    log?.info({ runId }, 'reaped work directory');
+  }
+  return count;
+}

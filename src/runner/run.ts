@@ -1,0 +1,602 @@
+// One run, start to finish (DESIGN.md steps 2–9 and 11): clone on the host, read the repo
+// config, start the sandbox and copy the tree in, setup (the only phase that may have a
+// network), verify-before, the Leaf loop with no network, verify-after on the patched
+// tree, policy checks on the patch, and cleanup in every case. Used by `frognano solve`
+// and by the GitHub App alike; it knows nothing of GitHub.
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type Docker from 'dockerode';
+import type { Logger } from 'pino';
+import { log as defaultLogger } from '../log.js';
+import { runLeaf, type LeafRunResult } from '../leaf/loop.js';
+import type { Model } from '../leaf/model.js';
+import {
+  checkModelEndpoint,
+  createOpenAIModel,
+  ModelConfig,
+  type ModelConfigInput,
+} from '../leaf/openai-model.js';
+import { DEFAULT_MAX_CONTEXT_TOKENS, DEFAULT_MAX_STEPS } from '../leaf/protocol.js';
+import type { ExecResult, Sandbox } from '../leaf/sandbox.js';
+import { detectTestCommand } from './detect-test-command.js';
+import { connectDocker } from './docker-engine.js';
+import {
+  DEFAULT_SANDBOX_IMAGE,
+  LABEL_RUN,
+  createDockerSandbox,
+  type DockerSandbox,
+  type DockerSandboxLimits,
+} from './docker-sandbox.js';
+import { createLocalSandbox } from './local-sandbox.js';
+import { DEFAULT_MAX_PATCH_BYTES, checkPatch, patchFiles } from './patch-policy.js';
+import { RepoConfigError, loadRepoConfig, type RepoConfig } from './repo-config.js';
+import type { RunOutcome, RunPhase, RunRequest, RunResult, TestResult } from './run-types.js';
+import {
+  DEFAULT_SNAPSHOT_CAP,
+  evictSnapshots,
+  findSnapshot,
+  hashDependencyManifests,
+  refreshTreeCommand,
+  setupInputs,
+  snapshotKey,
+  snapshotLabels,
+  snapshotTag,
+} from './snapshot-cache.js';
+import { prepareWorkspace, type Workspace } from './workspace.js';
+
+export const DEFAULT_TIMEOUT_MINUTES = 30;
+export const DEFAULT_SETUP_TIMEOUT_MS = 20 * 60_000;
+export const DEFAULT_TEST_TIMEOUT_MS = 10 * 60_000;
+/** Characters of combined output kept for setup and test results. */
+export const OUTPUT_TAIL_CHARS = 4000;
+// Setup and test output is read whole up to this, then its tail kept (pytest's summary is last).
+const COMMAND_OUTPUT_BYTES = 16 * 1024 * 1024;
+// How long a SIGINT/SIGTERM waits for the runs to clean up before the default action.
+const SIGNAL_CLEANUP_GRACE_MS = 30_000;
+
+export interface PipelineDeps {
+  /** The model endpoint; checked with `checkModelEndpoint` before the loop. */
+  modelConfig?: ModelConfigInput;
+  /** A ready Model (tests); used instead of building one from `modelConfig`. */
+  model?: Model;
+  /** The Docker engine (default: DOCKER_HOST or the local socket). */
+  docker?: Docker;
+  /** Process environment: FROGNANO_DATA_DIR, FROGNANO_SANDBOX_IMAGE, PATH/HOME for host git. */
+  env?: NodeJS.ProcessEnv;
+  /** Default `<dataDir>/cache` and `<dataDir>/runs`; dataDir defaults to FROGNANO_DATA_DIR or ./data. */
+  dataDir?: string;
+  cacheDir?: string;
+  workRoot?: string;
+  logger?: Logger;
+  /** The image when neither the caller nor the repo config names one. */
+  defaultImage?: string;
+  sandboxLimits?: Partial<DockerSandboxLimits>;
+  /** Setup snapshots (Docker only). Default enabled, keeping 10. */
+  snapshots?: { enabled?: boolean; keep?: number };
+  setupTimeoutMs?: number;
+  testTimeoutMs?: number;
+  maxPatchBytes?: number;
+  maxContextTokens?: number;
+  /** Parent of the local sandbox's temporary copies (default: the OS temp dir). */
+  localTempRoot?: string;
+  /** Clean up on SIGINT/SIGTERM while the run is active (default true). */
+  handleSignals?: boolean;
+}
+
+export async function runPipeline(
+  request: RunRequest,
+  deps: PipelineDeps = {},
+): Promise<RunResult> {
+  const log = (deps.logger ?? defaultLogger).child({ runId: request.runId });
+  const env = deps.env ?? process.env;
+  const dataDir = path.resolve(deps.dataDir ?? env.FROGNANO_DATA_DIR ?? './data');
+  const cacheDir = deps.cacheDir ?? path.join(dataDir, 'cache');
+  const workRoot = deps.workRoot ?? path.join(dataDir, 'runs');
+  const started = performance.now();
+
+  const controller = new AbortController();
+  const onCallerAbort = () => controller.abort(request.signal?.reason);
+  if (request.signal?.aborted) controller.abort(request.signal.reason);
+  request.signal?.addEventListener('abort', onCallerAbort, { once: true });
+  const signal = controller.signal;
+
+  const result: RunResult = {
+    runId: request.runId,
+    outcome: 'completed',
+    patch: '',
+    partial: false,
+    filesChanged: [],
+    finalMessage: '',
+    violations: [],
+    steps: [],
+    budgets: {
+      steps: 0,
+      maxSteps: request.overrides?.maxSteps ?? DEFAULT_MAX_STEPS,
+      contextTokens: 0,
+      promptTokens: 0,
+      completionTokens: 0,
+      wallMs: 0,
+      timeoutMs: (request.overrides?.timeoutMinutes ?? DEFAULT_TIMEOUT_MINUTES) * 60_000,
+    },
+    timings: {},
+  };
+  const progress = (phase: RunPhase) => {
+    try {
+      request.onProgress?.({ kind: 'phase', phase });
+    } catch (error) {
+      log.warn({ err: String(error) }, 'progress callback failed');
+    }
+  };
+  let currentPhase: RunPhase = 'clone';
+  const phase = async <T>(name: RunPhase, fn: () => Promise<T>): Promise<T> => {
+    currentPhase = name;
+    progress(name);
+    const t0 = performance.now();
+    try {
+      return await fn();
+    } finally {
+      result.timings[name] = Math.round((result.timings[name] ?? 0) + performance.now() - t0);
+    }
+  };
+  const stop = (outcome: RunOutcome, error: string): RunResult => {
+    result.outcome = signal.aborted ? 'cancelled' : outcome;
+    result.error = signal.aborted ? 'the run was cancelled' : error;
+    return result;
+  };
+
+  let workspace: Workspace | undefined;
+  let sandbox: Sandbox | undefined;
+  let finished!: () => void;
+  const done = new Promise<void>((resolve) => (finished = resolve));
+  const unregister =
+    deps.handleSignals === false
+      ? () => undefined
+      : registerActiveRun(() => {
+          controller.abort(new Error('interrupted by a signal'));
+          return done;
+        });
+
+  try {
+    // 2. Clone on the host (cached mirror), read the repo config.
+    try {
+      workspace = await phase('clone', () =>
+        prepareWorkspace({
+          runId: request.runId,
+          repo: request.repo,
+          revision: request.revision,
+          getCredential: request.getCredential,
+          cacheDir,
+          workRoot,
+          signal,
+          log,
+          env,
+        }),
+      );
+    } catch (error) {
+      return stop('clone_failed', errorText(error));
+    }
+    result.baseCommit = workspace.baseCommit;
+    const treeDir = workspace.treeDir;
+
+    let config: RepoConfig;
+    try {
+      config = await phase('config', () => loadRepoConfig(treeDir));
+    } catch (error) {
+      if (error instanceof RepoConfigError) return stop('config_error', error.message);
+      throw error;
+    }
+    const maxSteps = request.overrides?.maxSteps ?? config.max_steps ?? DEFAULT_MAX_STEPS;
+    const timeoutMs =
+      (request.overrides?.timeoutMinutes ?? config.timeout_minutes ?? DEFAULT_TIMEOUT_MINUTES) *
+      60_000;
+    result.budgets.maxSteps = maxSteps;
+    result.budgets.timeoutMs = timeoutMs;
+
+    const detected = config.test ? undefined : await detectTestCommand(treeDir);
+    const test = config.test
+      ? { command: config.test, source: 'config' as const }
+      : detected
+        ? { command: detected.command, source: 'detected' as const, detail: detected.detail }
+        : undefined;
+    if (test) result.testCommand = test;
+
+    // 3. Sandbox up, tree in; a setup snapshot replaces setup when one matches.
+    const image =
+      request.overrides?.image ??
+      config.image ??
+      deps.defaultImage ??
+      env.FROGNANO_SANDBOX_IMAGE ??
+      DEFAULT_SANDBOX_IMAGE;
+    const setupNetwork = config.network === 'setup' && config.setup.length > 0;
+    const snapshotsOn =
+      request.sandbox === 'docker' && config.setup.length > 0 && deps.snapshots?.enabled !== false;
+    const docker = request.sandbox === 'docker' ? (deps.docker ?? connectDocker(env)) : undefined;
+    let snapshot: { key: string; hitImage?: string } | undefined;
+    try {
+      sandbox = await phase('sandbox', async () => {
+        if (!docker) {
+          if (config.setup.length > 0) {
+            log.warn(
+              {},
+              'the local sandbox has no network isolation: setup runs with the host network',
+            );
+          }
+          return createLocalSandbox({
+            sourceDir: treeDir,
+            ...(deps.localTempRoot ? { tempRoot: deps.localTempRoot } : {}),
+          });
+        }
+        let baseImageId: string;
+        try {
+          baseImageId = (await docker.getImage(image).inspect()).Id;
+        } catch (error) {
+          if ((error as { statusCode?: number }).statusCode === 404) {
+            throw new Error(
+              `sandbox image ${image} is not on the Docker engine: build it (see sandbox/README.md) or pass another --image`,
+            );
+          }
+          throw error;
+        }
+        if (snapshotsOn) {
+          const manifests = await hashDependencyManifests(treeDir, setupInputs(config.setup));
+          const key = snapshotKey({
+            repo: snapshotRepo(request),
+            baseImageId,
+            setup: config.setup,
+            network: config.network,
+            manifestsHash: manifests.hash,
+            treeCommit: setupInstallsTree(config.setup) ? workspace!.baseCommit : undefined,
+          });
+          snapshot = { key, hitImage: await findSnapshot(docker, key).catch(() => undefined) };
+        }
+        const hit = snapshot?.hitImage !== undefined;
+        const created = await createDockerSandbox({
+          docker,
+          image: hit ? snapshotTag(snapshot!.key) : image,
+          runId: request.runId,
+          repo: snapshotRepo(request),
+          network: setupNetwork && !hit ? 'bridge' : 'none',
+          limits: deps.sandboxLimits,
+          logger: log,
+        });
+        sandbox = created;
+        if (hit) {
+          // The snapshot holds the tree of its own time: drop what git tracked then, keep
+          // what setup made (snapshot-cache.ts explains), and bring in today's tree.
+          const refreshed = await created.exec(refreshTreeCommand(created.workdir), {
+            timeoutMs: 120_000,
+            signal,
+          });
+          if (refreshed.exitCode !== 0) {
+            throw new Error(
+              `could not refresh the snapshot's tree: ${tail(combined(refreshed), 300)}`,
+            );
+          }
+        }
+        await created.copyIn(treeDir);
+        return created;
+      });
+    } catch (error) {
+      return stop('sandbox_failed', errorText(error));
+    }
+    result.snapshotHit = snapshot?.hitImage !== undefined;
+
+    // 4. Setup (network only if the config allows, and only now).
+    if (config.setup.length > 0 && !result.snapshotHit) {
+      const failure = await phase('setup', async () => {
+        const deadline = Date.now() + (deps.setupTimeoutMs ?? DEFAULT_SETUP_TIMEOUT_MS);
+        const tails: string[] = [];
+        for (const [index, command] of config.setup.entries()) {
+          const left = deadline - Date.now();
+          const run =
+            left > 0
+              ? await sandbox!.exec(combinedOutput(command), {
+                  timeoutMs: left,
+                  signal,
+                  maxOutputBytes: COMMAND_OUTPUT_BYTES,
+                })
+              : undefined;
+          if (run) tails.push(combined(run));
+          result.setupTail = tail(tails.join('\n'), OUTPUT_TAIL_CHARS);
+          if (!run || run.timedOut)
+            return `setup command ${index + 1} (${shortCommand(command)}) did not finish within the setup time limit`;
+          if (run.exitCode !== 0)
+            return `setup command ${index + 1} (${shortCommand(command)}) failed with exit code ${run.exitCode}`;
+        }
+        return undefined;
+      });
+      if (failure) return stop('setup_failed', failure);
+      if (snapshot && docker)
+        await saveSnapshot(docker, sandbox as DockerSandbox, snapshot.key, request, deps, log);
+    }
+
+    // 5/6. Cut the network, then verify-before.
+    if (setupNetwork && !result.snapshotHit && sandbox.kind === 'docker') {
+      try {
+        await (sandbox as DockerSandbox).disconnectNetwork();
+      } catch (error) {
+        return stop(
+          'sandbox_failed',
+          `could not cut the sandbox network before the agent: ${errorText(error)}`,
+        );
+      }
+    }
+    if (test) {
+      result.verifyBefore = await phase('verify-before', () =>
+        runTest(sandbox!, test, deps, signal),
+      );
+    }
+    if (signal.aborted) return stop('cancelled', 'the run was cancelled');
+    await excludeUntracked(sandbox, signal, log);
+
+    // 6. The Leaf loop, against the model endpoint from the host.
+    const modelConfig =
+      deps.modelConfig === undefined ? undefined : ModelConfig.parse(deps.modelConfig);
+    if (modelConfig) {
+      try {
+        await checkModelEndpoint(modelConfig);
+      } catch (error) {
+        return stop('model_unreachable', errorText(error));
+      }
+    }
+    const model = deps.model ?? (modelConfig ? createOpenAIModel(modelConfig) : undefined);
+    if (!model)
+      return stop('model_unreachable', 'no model endpoint is configured: set FROGNANO_MODEL_URL');
+
+    await mkdir(request.outDir, { recursive: true });
+    const trajectoryPath = path.join(request.outDir, 'trajectory.json');
+    result.trajectoryPath = trajectoryPath;
+    const leaf: LeafRunResult = await phase('agent', () =>
+      runLeaf({
+        model,
+        sandbox: sandbox!,
+        task: taskText(request, config),
+        instanceId: request.instanceId,
+        maxSteps,
+        maxContextTokens: deps.maxContextTokens ?? DEFAULT_MAX_CONTEXT_TOKENS,
+        ...(modelConfig ? { maxTokensPerTurn: modelConfig.maxCompletionTokens } : {}),
+        timeBudgetMs: timeoutMs,
+        signal,
+        trajectoryPath,
+        trajectoryId: request.runId,
+        logger: log,
+        onStep: (step) => {
+          try {
+            request.onProgress?.({ kind: 'step', ...step });
+          } catch (error) {
+            log.warn({ err: String(error) }, 'progress callback failed');
+          }
+        },
+      }),
+    );
+    result.exitReason = leaf.exitReason;
+    result.partial = leaf.partial;
+    result.finalMessage = leaf.finalMessage;
+    result.patch = leaf.patch;
+    result.filesChanged = patchFiles(leaf.patch);
+    result.steps = leaf.steps;
+    result.budgets.steps = leaf.nSteps;
+    result.budgets.contextTokens = leaf.contextTokens;
+    result.budgets.promptTokens = leaf.usage.promptTokens;
+    result.budgets.completionTokens = leaf.usage.completionTokens;
+    if (leaf.exitReason === 'cancelled') return stop('cancelled', 'the run was cancelled');
+    if (leaf.error) result.error = leaf.error;
+    if (leaf.patchError) result.error = `the patch could not be captured: ${leaf.patchError}`;
+
+    // 8. Verify-after on the patched tree (nothing to verify without a patch).
+    if (test && leaf.patch !== '') {
+      result.verifyAfter = await phase('verify-after', () => runTest(sandbox!, test, deps, signal));
+      if (signal.aborted) return stop('cancelled', 'the run was cancelled');
+    }
+
+    // 9. Policy checks on the patch text.
+    result.violations = await phase('policy', async () =>
+      checkPatch(leaf.patch, {
+        blockedPaths: config.blocked_paths,
+        maxPatchBytes: deps.maxPatchBytes ?? DEFAULT_MAX_PATCH_BYTES,
+      }),
+    );
+    return result;
+  } catch (error) {
+    log.error({ err: errorText(error) }, 'run failed unexpectedly');
+    const outcome: RunOutcome =
+      currentPhase === 'clone'
+        ? 'clone_failed'
+        : currentPhase === 'config'
+          ? 'config_error'
+          : 'sandbox_failed';
+    return stop(outcome, errorText(error));
+  } finally {
+    // 11. Always: the container and the work directory go, whatever happened above.
+    await phase('cleanup', async () => {
+      const errors: string[] = [];
+      await sandbox?.dispose().catch((e: unknown) => errors.push(`sandbox: ${errorText(e)}`));
+      await workspace
+        ?.dispose()
+        .catch((e: unknown) => errors.push(`work directory: ${errorText(e)}`));
+      if (errors.length > 0)
+        log.error({ errors }, 'cleanup incomplete; `frognano reap` will finish it');
+    }).catch(() => undefined);
+    request.signal?.removeEventListener('abort', onCallerAbort);
+    result.budgets.wallMs = Math.round(performance.now() - started);
+    unregister();
+    finished();
+  }
+}
+
+/** leaf-protocol.md §1: the issue, then (only if present) a blank line and each extra guidance. */
+export function taskText(
+  request: Pick<RunRequest, 'issueText' | 'extraGuidance'>,
+  config: Pick<RepoConfig, 'instructions'>,
+): string {
+  const parts = [request.issueText];
+  if (config.instructions?.trim()) parts.push(config.instructions.trim());
+  if (request.extraGuidance?.trim()) parts.push(request.extraGuidance.trim());
+  return parts.join('\n\n');
+}
+
+async function runTest(
+  sandbox: Sandbox,
+  test: { command: string; source: 'config' | 'detected' },
+  deps: PipelineDeps,
+  signal: AbortSignal,
+): Promise<TestResult> {
+  const run = await sandbox.exec(combinedOutput(test.command), {
+    timeoutMs: deps.testTimeoutMs ?? DEFAULT_TEST_TIMEOUT_MS,
+    signal,
+    maxOutputBytes: COMMAND_OUTPUT_BYTES,
+  });
+  return {
+    command: test.command,
+    source: test.source,
+    exitCode: run.exitCode,
+    timedOut: run.timedOut,
+    outputTail: tail(combined(run), OUTPUT_TAIL_CHARS),
+    durationMs: Math.round(run.durationMs),
+  };
+}
+
+async function saveSnapshot(
+  docker: Docker,
+  sandbox: DockerSandbox,
+  key: string,
+  request: RunRequest,
+  deps: PipelineDeps,
+  log: Logger,
+): Promise<void> {
+  // A failed snapshot costs the next run its head start, never this run its result.
+  try {
+    // The run label is the container's; the image must not look like a live run's.
+    await sandbox.commit(snapshotTag(key), {
+      ...snapshotLabels({ repo: snapshotRepo(request), key }),
+      [LABEL_RUN]: '',
+    });
+    const evicted = await evictSnapshots(docker, {
+      keep: deps.snapshots?.keep ?? DEFAULT_SNAPSHOT_CAP,
+    });
+    log.info({ key, evicted: evicted.length }, 'setup snapshot saved');
+  } catch (error) {
+    log.warn({ key, err: errorText(error) }, 'setup snapshot failed');
+  }
+}
+
+/** The repository a snapshot belongs to (never shared across repositories): no credentials. */
+function snapshotRepo(request: RunRequest): string {
+  return request.repo.replace(/(\/\/)[^/@\s]+@/, '$1').slice(0, 500);
+}
+
+/**
+ * `pip install .` (not editable) copies the project's current sources into site-packages:
+ * a snapshot of that is only right for the same commit, so the commit joins the key.
+ */
+export function setupInstallsTree(setup: readonly string[]): boolean {
+  return setup.some((command) =>
+    command.split(/[;&|\n]+/).some((part) => {
+      const words = part.trim().split(/\s+/);
+      const isPipInstall = /(^|\/)pip3?$/.test(words[0] ?? '')
+        ? words[1] === 'install'
+        : words.includes('pip') && words.includes('install');
+      const setupPy = /setup\.py$/.test(words[1] ?? '') && words.includes('install');
+      if (setupPy) return true;
+      if (!isPipInstall) return false;
+      const editable = words.some(
+        (w) => w === '-e' || w === '--editable' || w.startsWith('--editable='),
+      );
+      return !editable && words.some((w) => /^\.{1,2}(\/|$|\[)/.test(w));
+    }),
+  );
+}
+
+const SANDBOX_GIT = 'git -c core.fsmonitor=false -c core.hooksPath=/dev/null';
+
+/**
+ * What setup and verify-before left in the tree (an .egg-info, node_modules, __pycache__)
+ * is not the agent's work: list it in the sandbox's .git/info/exclude so the patch
+ * captured after the loop (`git add -A`) holds only the agent's changes.
+ */
+async function excludeUntracked(sandbox: Sandbox, signal: AbortSignal, log: Logger): Promise<void> {
+  const list = await sandbox.exec(
+    `${SANDBOX_GIT} ls-files -z --others --exclude-standard --directory`,
+    {
+      timeoutMs: 120_000,
+      signal,
+      maxOutputBytes: COMMAND_OUTPUT_BYTES,
+    },
+  );
+  if (list.exitCode !== 0 || list.stdoutDroppedChars > 0) {
+    log.warn(
+      { exitCode: list.exitCode },
+      'could not list setup outputs; they may show up in the patch',
+    );
+    return;
+  }
+  const paths = list.stdout
+    .toString('utf8')
+    .split('\0')
+    .filter((p) => p !== '');
+  if (paths.length === 0) return;
+  // Anchored, with gitignore's special characters escaped: each line names exactly one path.
+  const lines = paths.map(
+    (p) => `/${p.replace(/[\\*?[\]]/g, (c) => `\\${c}`).replace(/ $/, '\\ ')}`,
+  );
+  const write = await sandbox.exec('mkdir -p .git/info && cat >> .git/info/exclude', {
+    stdin: `\n# frognano: outputs of setup and verify-before, not part of the patch\n${lines.join('\n')}\n`,
+    timeoutMs: 60_000,
+    signal,
+  });
+  if (write.exitCode !== 0)
+    log.warn({ exitCode: write.exitCode }, 'could not record setup outputs in .git/info/exclude');
+}
+
+/** stdout and stderr interleaved as a terminal would show them. */
+function combinedOutput(command: string): string {
+  return `{\n${command}\n} 2>&1`;
+}
+
+function combined(run: ExecResult): string {
+  const out = run.stdout.toString('utf8') + run.stderr.toString('utf8');
+  return run.stdoutDroppedChars > 0
+    ? `${out}\n[output beyond ${COMMAND_OUTPUT_BYTES} bytes not kept]`
+    : out;
+}
+
+function tail(text: string, chars: number): string {
+  return text.length > chars ? `…${text.slice(text.length - chars)}` : text;
+}
+
+function shortCommand(command: string): string {
+  const line = command.trim().split('\n')[0] ?? '';
+  return `\`${line.length > 80 ? `${line.slice(0, 77)}...` : line}\``;
+}
+
+function errorText(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.split('\n')[0] ?? text;
+}
+
+// SIGINT/SIGTERM while runs are active: abort them, wait for their cleanup, then let the
+// signal have its default effect unless someone else (the CLI) handles it.
+const activeRuns = new Set<() => Promise<void>>();
+const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+
+function onProcessSignal(sig: NodeJS.Signals): void {
+  const others = process.listenerCount(sig) > 1;
+  const cleanups = [...activeRuns].map((abort) => abort());
+  const grace = new Promise<void>((resolve) =>
+    setTimeout(resolve, SIGNAL_CLEANUP_GRACE_MS).unref(),
+  );
+  void Promise.race([Promise.allSettled(cleanups), grace]).then(() => {
+    if (others) return;
+    for (const s of SIGNALS) process.off(s, onProcessSignal);
+    process.kill(process.pid, sig);
+  });
+}
+
+function registerActiveRun(abort: () => Promise<void>): () => void {
+  if (activeRuns.size === 0) for (const s of SIGNALS) process.on(s, onProcessSignal);
+  activeRuns.add(abort);
+  return () => {
+    activeRuns.delete(abort);
+    if (activeRuns.size === 0) for (const s of SIGNALS) process.off(s, onProcessSignal);
+  };
+}

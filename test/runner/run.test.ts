@@ -1,0 +1,382 @@
+import { execFileSync } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import {
+  runPipeline,
+  setupInstallsTree,
+  taskText,
+  type PipelineDeps,
+} from '../../src/runner/run.js';
+import type { RunProgress, RunRequest } from '../../src/runner/run-types.js';
+import {
+  BUGGY_CALC,
+  FIXED_CALC,
+  ISSUE_TEXT,
+  createPythonRepo,
+  git,
+} from '../support/python-repo.js';
+import {
+  finalAnswer,
+  startScriptedModelServer,
+  toolCall,
+  type ScriptStep,
+  type ScriptedModelServer,
+} from '../support/scripted-model-server.js';
+
+const temps: string[] = [];
+function temp(prefix: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  temps.push(dir);
+  return dir;
+}
+afterAll(() => {
+  for (const d of temps) rmSync(d, { recursive: true, force: true });
+});
+
+// The local sandbox runs `bash -lc`, whose profile resets PATH: name the interpreter that
+// has pytest (in the Docker image it is simply python3).
+const PYTHON = execFileSync('python3', ['-c', 'import sys, pytest; print(sys.executable)'], {
+  encoding: 'utf8',
+}).trim();
+const PYTEST = `${PYTHON} -m pytest`;
+
+/** The model's side of a fix: read the file, edit it, run the tests, answer. */
+const FIX_SCRIPT: ScriptStep[] = [
+  toolCall('Read', { file_path: 'calc.py' }),
+  toolCall('Edit', {
+    file_path: 'calc.py',
+    old_string: 'return a - b',
+    new_string: 'return a + b',
+  }),
+  toolCall('Bash', { command: PYTEST }),
+  finalAnswer('Fixed add() to add.'),
+];
+
+// One scripted model server per test, so a failed test's unused script cannot leak.
+let server: ScriptedModelServer;
+afterEach(async () => {
+  await server?.close();
+});
+
+interface Setup {
+  request: RunRequest;
+  deps: PipelineDeps;
+  dirs: { data: string; local: string; out: string };
+  events: RunProgress[];
+}
+
+async function setup(
+  options: {
+    extraFiles?: Record<string, string>;
+    script?: ScriptStep[];
+    request?: Partial<RunRequest>;
+  } = {},
+): Promise<Setup> {
+  const root = temp('run-');
+  const repo = createPythonRepo(path.join(root, 'src'), options.extraFiles ?? {});
+  server = await startScriptedModelServer({ script: options.script ?? [] });
+  const dirs = {
+    data: path.join(root, 'data'),
+    local: path.join(root, 'local'),
+    out: path.join(root, 'out'),
+  };
+  mkdirSync(dirs.local);
+  const events: RunProgress[] = [];
+  return {
+    request: {
+      runId: `t-${path.basename(root)}`,
+      instanceId: 'fixture/calc#1',
+      repo: repo.dir,
+      issueText: ISSUE_TEXT,
+      sandbox: 'local',
+      outDir: dirs.out,
+      onProgress: (e) => events.push(e),
+      ...options.request,
+    },
+    deps: {
+      modelConfig: { baseUrl: server.baseUrl, maxRetries: 0 },
+      dataDir: dirs.data,
+      localTempRoot: dirs.local,
+      logger: pino({ level: 'silent' }),
+    },
+    dirs,
+    events,
+  };
+}
+
+/** Nothing of the run is left: no run directory, no local sandbox copy. */
+function expectNothingLeft(s: Setup): void {
+  const runs = path.join(s.dirs.data, 'runs');
+  expect(existsSync(runs) ? readdirSync(runs) : []).toEqual([]);
+  expect(readdirSync(s.dirs.local)).toEqual([]);
+}
+
+describe('runPipeline with the local sandbox', () => {
+  it('fixes a failing test: verify-before fails, verify-after passes, patch and trajectory recorded', async () => {
+    const s = await setup({
+      script: FIX_SCRIPT,
+      extraFiles: {
+        '.github/frognano.yml': `instructions: Keep the change minimal.\nmax_steps: 10\ntest: ${PYTEST}\n`,
+      },
+      request: { extraGuidance: 'Do not touch the tests.' },
+    });
+    const before = server.chatRequests.length;
+    const result = await runPipeline(s.request, s.deps);
+
+    expect(result.error).toBeUndefined();
+    expect(result.outcome).toBe('completed');
+    expect(result.exitReason).toBe('agent');
+    expect(result.partial).toBe(false);
+    expect(result.finalMessage).toBe('Fixed add() to add.');
+    expect(result.testCommand).toEqual({ command: PYTEST, source: 'config' });
+    expect(result.verifyBefore).toMatchObject({
+      command: PYTEST,
+      source: 'config',
+      exitCode: 1,
+      timedOut: false,
+    });
+    expect(result.verifyBefore!.outputTail).toContain('1 failed, 1 passed');
+    expect(result.verifyAfter).toMatchObject({ exitCode: 0, timedOut: false });
+    expect(result.verifyAfter!.outputTail).toContain('2 passed');
+    expect(result.filesChanged).toEqual(['calc.py']);
+    expect(result.patch).toContain('-    return a - b\n+    return a + b');
+    expect(result.violations).toEqual([]);
+    expect(result.baseCommit).toBe(git(s.request.repo, 'rev-parse', 'HEAD').trim());
+    expect(result.budgets).toMatchObject({ steps: 4, maxSteps: 10, timeoutMs: 30 * 60_000 });
+    expect(result.steps.map((st) => st.tools.map((t) => t.name))).toEqual([
+      ['Read'],
+      ['Edit'],
+      ['Bash'],
+      [],
+    ]);
+    for (const p of [
+      'clone',
+      'config',
+      'sandbox',
+      'verify-before',
+      'agent',
+      'verify-after',
+      'policy',
+      'cleanup',
+    ] as const) {
+      expect(result.timings[p], p).toBeGreaterThanOrEqual(0);
+    }
+    expect(result.timings.setup).toBeUndefined();
+    expect(
+      s.events.filter((e) => e.kind === 'phase').map((e) => (e.kind === 'phase' ? e.phase : '')),
+    ).toEqual([
+      'clone',
+      'config',
+      'sandbox',
+      'verify-before',
+      'agent',
+      'verify-after',
+      'policy',
+      'cleanup',
+    ]);
+    expect(s.events.filter((e) => e.kind === 'step')).toHaveLength(4);
+
+    // The task is issue, then instructions, then extra guidance, blank lines between (§1).
+    const first = server.chatRequests[before]!.body!.messages!;
+    expect(first[1]).toEqual({
+      role: 'user',
+      content: `${ISSUE_TEXT}\n\nKeep the change minimal.\n\nDo not touch the tests.`,
+    });
+    const trajectory = JSON.parse(readFileSync(result.trajectoryPath!, 'utf8')) as Record<
+      string,
+      unknown
+    >;
+    expect(trajectory.exit_reason).toBe('agent');
+    expect(trajectory.instance_id).toBe('fixture/calc#1');
+    expect(result.trajectoryPath).toBe(path.join(s.dirs.out, 'trajectory.json'));
+    // The user's repository is untouched.
+    expect(readFileSync(path.join(s.request.repo, 'calc.py'), 'utf8')).toBe(BUGGY_CALC);
+    expectNothingLeft(s);
+  });
+
+  it('runs setup commands and uses the configured test command', async () => {
+    const s = await setup({
+      script: [
+        toolCall('Bash', { command: 'cat setup-ran.txt' }),
+        toolCall('Write', { file_path: 'calc.py', content: FIXED_CALC }),
+        finalAnswer('done'),
+      ],
+      extraFiles: {
+        '.github/frognano.yml': `setup:\n  - echo one > setup-ran.txt\n  - echo two >> setup-ran.txt\ntest: ${PYTEST} -q test_calc.py\n`,
+      },
+    });
+    const result = await runPipeline(s.request, s.deps);
+    expect(result.outcome).toBe('completed');
+    expect(result.testCommand).toEqual({ command: `${PYTEST} -q test_calc.py`, source: 'config' });
+    expect(result.timings.setup).toBeGreaterThanOrEqual(0);
+    expect(result.snapshotHit).toBe(false);
+    // The agent saw setup's output, but it is not part of the patch (nor is __pycache__).
+    const trajectory = readFileSync(result.trajectoryPath!, 'utf8');
+    expect(trajectory).toContain('one\\ntwo');
+    expect(result.filesChanged).toEqual(['calc.py']);
+    expect(result.verifyBefore!.exitCode).toBe(1);
+    expect(result.verifyAfter!.exitCode).toBe(0);
+    expectNothingLeft(s);
+  });
+
+  it('stops with config_error and a one-line message for a bad config, before any sandbox or model request', async () => {
+    const s = await setup({ extraFiles: { '.github/frognano.yml': 'max_steps: lots\n' } });
+    const before = server.requests.length;
+    const result = await runPipeline(s.request, s.deps);
+    expect(result.outcome).toBe('config_error');
+    expect(result.error).toBe(
+      '.github/frognano.yml: max_steps must be a positive integer (got "lots")',
+    );
+    expect(result.timings.sandbox).toBeUndefined();
+    expect(server.requests.length).toBe(before);
+    expectNothingLeft(s);
+  });
+
+  it('stops with setup_failed and the output tail when a setup command fails', async () => {
+    const s = await setup({
+      extraFiles: {
+        '.github/frognano.yml':
+          'setup:\n  - echo preparing\n  - echo "no such package" >&2; exit 3\n  - echo never\n',
+      },
+    });
+    const before = server.requests.length;
+    const result = await runPipeline(s.request, s.deps);
+    expect(result.outcome).toBe('setup_failed');
+    expect(result.error).toBe(
+      'setup command 2 (`echo "no such package" >&2; exit 3`) failed with exit code 3',
+    );
+    expect(result.setupTail).toContain('preparing');
+    expect(result.setupTail).toContain('no such package');
+    expect(result.setupTail).not.toContain('never');
+    expect(result.verifyBefore).toBeUndefined();
+    expect(server.requests.length).toBe(before);
+    expectNothingLeft(s);
+  });
+
+  it('detects the test command when the config names none', async () => {
+    const s = await setup({ script: [finalAnswer('nothing')] });
+    const result = await runPipeline(s.request, s.deps);
+    expect(result.testCommand).toEqual({
+      command: 'python3 -m pytest',
+      source: 'detected',
+      detail: 'detected pytest: found pytest.ini',
+    });
+    expect(result.verifyBefore).toMatchObject({ command: 'python3 -m pytest', source: 'detected' });
+    expectNothingLeft(s);
+  });
+
+  it('records an empty patch without verify-after when the agent changes nothing', async () => {
+    const s = await setup({
+      script: [finalAnswer('I could not reproduce this.')],
+      extraFiles: { '.github/frognano.yml': `test: ${PYTEST}\n` },
+    });
+    const result = await runPipeline(s.request, s.deps);
+    expect(result.outcome).toBe('completed');
+    expect(result.exitReason).toBe('agent');
+    expect(result.patch).toBe('');
+    expect(result.filesChanged).toEqual([]);
+    expect(result.verifyBefore!.exitCode).toBe(1);
+    expect(result.verifyAfter).toBeUndefined();
+    expect(result.violations).toEqual([]);
+    expectNothingLeft(s);
+  });
+
+  it('reports policy violations on a patch that touches blocked paths', async () => {
+    const s = await setup({
+      script: [
+        toolCall('Write', { file_path: '.github/workflows/evil.yml', content: 'on: push\n' }),
+        toolCall('Write', { file_path: 'vendor/x.txt', content: 'x\n' }),
+        finalAnswer('done'),
+      ],
+      extraFiles: { '.github/frognano.yml': 'blocked_paths: ["vendor/**"]\n' },
+    });
+    const result = await runPipeline(s.request, s.deps);
+    expect(result.outcome).toBe('completed');
+    expect(result.violations).toEqual([
+      {
+        rule: 'blocked_path',
+        detail: '.github/workflows/evil.yml matches blocked path .github/**',
+      },
+      { rule: 'blocked_path', detail: 'vendor/x.txt matches blocked path vendor/**' },
+    ]);
+    expectNothingLeft(s);
+  });
+
+  it('stops with model_unreachable in one line when the endpoint is down', async () => {
+    const s = await setup();
+    const result = await runPipeline(s.request, {
+      ...s.deps,
+      modelConfig: { baseUrl: 'http://127.0.0.1:9/v1', maxRetries: 0 },
+    });
+    expect(result.outcome).toBe('model_unreachable');
+    expect(result.error).toMatch(/^model endpoint http:\/\/127\.0\.0\.1:9\/v1 is unreachable/);
+    expect(result.verifyBefore!.exitCode).toBe(1);
+    expectNothingLeft(s);
+  });
+
+  it('stops with clone_failed for a repository that does not exist', async () => {
+    const s = await setup();
+    const result = await runPipeline(
+      { ...s.request, repo: 'file:///nonexistent/repo.git' },
+      s.deps,
+    );
+    expect(result.outcome).toBe('clone_failed');
+    expect(result.error).toMatch(/^cannot clone file:\/\/\/nonexistent\/repo\.git: /);
+    expectNothingLeft(s);
+  });
+
+  it('is cancelled by the caller in the middle of the loop and still cleans up', async () => {
+    const controller = new AbortController();
+    const s = await setup({
+      script: [toolCall('Bash', { command: 'sleep 30' }), finalAnswer('never reached')],
+      request: { signal: controller.signal },
+    });
+    s.request.onProgress = (e) => {
+      if (e.kind === 'phase' && e.phase === 'agent') setTimeout(() => controller.abort(), 300);
+    };
+    const started = Date.now();
+    const result = await runPipeline(s.request, s.deps);
+    expect(result.outcome).toBe('cancelled');
+    expect(result.exitReason).toBe('cancelled');
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expectNothingLeft(s);
+  });
+});
+
+describe('taskText', () => {
+  it('appends only what is present, separated by blank lines', () => {
+    expect(taskText({ issueText: 'T\n\nB' }, {})).toBe('T\n\nB');
+    expect(taskText({ issueText: 'T', extraGuidance: '  ' }, { instructions: undefined })).toBe(
+      'T',
+    );
+    expect(taskText({ issueText: 'T', extraGuidance: 'G' }, { instructions: 'I' })).toBe(
+      'T\n\nI\n\nG',
+    );
+    expect(taskText({ issueText: 'T', extraGuidance: 'G' }, {})).toBe('T\n\nG');
+  });
+});
+
+describe('setupInstallsTree', () => {
+  it('spots non-editable installs of the project itself', () => {
+    expect(setupInstallsTree(['pip install .'])).toBe(true);
+    expect(setupInstallsTree(['python3 -m pip install --no-deps ./pkg'])).toBe(true);
+    expect(setupInstallsTree(['pip install .[test]'])).toBe(true);
+    expect(setupInstallsTree(['python setup.py install'])).toBe(true);
+    expect(setupInstallsTree(['pip install -e .'])).toBe(false);
+    expect(setupInstallsTree(['pip install -r requirements.txt', 'npm ci'])).toBe(false);
+    expect(setupInstallsTree(['python3 -m venv .venv && .venv/bin/pip install --editable .'])).toBe(
+      false,
+    );
+  });
+});
