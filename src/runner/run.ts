@@ -427,7 +427,7 @@ export async function runPipeline(
 /** leaf-protocol.md §1: the issue, then (only if present) a blank line and each extra guidance. */
 export function taskText(
   request: Pick<RunRequest, 'issueText' | 'extraGuidance'>,
-  config: Pick<RepoConfig, 'instructions'>,
+  config: { instructions?: string | undefined },
 ): string {
   const parts = [request.issueText];
   if (config.instructions?.trim()) parts.push(config.instructions.trim());
