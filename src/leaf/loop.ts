@@ -115,6 +115,7 @@ const Limits = z.object({
 
 const LENGTH_FINISH_REASONS = new Set(['length', 'max_tokens', 'max_new_tokens']);
 const SUMMARY_TEXT_LIMIT = 200;
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** §5: the error text reads like a context overflow. */
 export function isContextOverflowError(text: string): boolean {
@@ -414,15 +415,17 @@ async function queryModel(
   signal?.addEventListener('abort', onAbort, { once: true });
   let deadlineHit = false;
   const remaining = deadline - performance.now();
-  const timer = Number.isFinite(remaining)
-    ? setTimeout(
-        () => {
-          deadlineHit = true;
-          controller.abort();
-        },
-        Math.max(0, remaining),
-      )
-    : undefined;
+  // setTimeout fires at once beyond 2^31-1 ms; such a far deadline is left to the per-step check.
+  const timer =
+    remaining <= MAX_TIMER_MS
+      ? setTimeout(
+          () => {
+            deadlineHit = true;
+            controller.abort();
+          },
+          Math.max(0, remaining),
+        )
+      : undefined;
   try {
     // Raced as well: the SDK does not wake from a retry back-off when aborted.
     const response = await raceAbort(
