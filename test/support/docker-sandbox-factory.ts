@@ -1,0 +1,32 @@
+// The DockerSandbox row of the tool conformance suite (see sandbox-factories.ts): the same
+// tool observations must come out of the hardened container as out of LocalSandbox.
+import { createDockerSandbox } from '../../src/runner/docker-sandbox.js';
+import { describeDockerEndpoint } from '../../src/runner/docker-engine.js';
+import { dockerReady, ensureSandboxImage, testRunId } from './docker-engine.js';
+import type { SandboxFactory } from './sandbox-factories.js';
+
+const runId = testRunId('tools');
+
+export const dockerSandboxFactory: SandboxFactory = {
+  name: 'docker',
+  // In CI a missing engine is never "unavailable": create() then fails the rows loudly.
+  unavailable: async () =>
+    dockerReady || process.env.CI === 'true'
+      ? undefined
+      : `no Docker engine reachable at ${describeDockerEndpoint()}; start dockerd to run the Docker rows`,
+  create: async (sourceDir) => {
+    if (!dockerReady)
+      throw new Error(
+        `no Docker engine reachable at ${describeDockerEndpoint()} (CI=true: may not skip)`,
+      );
+    await ensureSandboxImage();
+    const sandbox = await createDockerSandbox({ runId, repo: 'test/tools' });
+    try {
+      await sandbox.copyIn(sourceDir);
+    } catch (error) {
+      await sandbox.dispose();
+      throw error;
+    }
+    return sandbox;
+  },
+};
