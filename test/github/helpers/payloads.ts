@@ -1,0 +1,72 @@
+// Webhook payloads for tests: real examples from @octokit/webhooks-examples, adjusted per test.
+import examples from '@octokit/webhooks-examples';
+
+type Payload = Record<string, unknown> & {
+  issue: Record<string, unknown>;
+  repository: Record<string, unknown> & { owner: Record<string, unknown> };
+  sender: Record<string, unknown>;
+};
+
+function example(event: string, action: string, pick = 0): Payload {
+  const def = examples.find((d) => d.name === event);
+  const found = (def?.examples ?? []).filter((e) => (e as { action?: string }).action === action);
+  const chosen = found[pick] ?? found[0];
+  if (!chosen) throw new Error(`no ${event}.${action} example`);
+  return structuredClone(chosen) as unknown as Payload;
+}
+
+export interface PayloadOptions {
+  label?: string;
+  body?: string;
+  sender?: { login: string; id: number; type?: string };
+  commenter?: { login: string; id: number; type?: string };
+  issueNumber?: number;
+  issueTitle?: string;
+  issueBody?: string;
+  state?: 'open' | 'closed';
+  locked?: boolean;
+  pullRequest?: boolean;
+  installationId?: number | null;
+  owner?: string;
+  repo?: string;
+  action?: string;
+}
+
+function adjust(p: Payload, o: PayloadOptions): Payload {
+  if (o.installationId !== null) p.installation = { id: o.installationId ?? 1 };
+  else delete p.installation;
+  if (o.sender) p.sender = { ...p.sender, ...o.sender, type: o.sender.type ?? 'User' };
+  if (o.issueNumber !== undefined) p.issue.number = o.issueNumber;
+  if (o.issueTitle !== undefined) p.issue.title = o.issueTitle;
+  if (o.issueBody !== undefined) p.issue.body = o.issueBody;
+  if (o.state) p.issue.state = o.state;
+  if (o.locked !== undefined) p.issue.locked = o.locked;
+  if (o.pullRequest) p.issue.pull_request = { url: 'https://api.github.com/repos/x/y/pulls/1' };
+  else delete p.issue.pull_request;
+  if (o.owner) p.repository.owner = { ...p.repository.owner, login: o.owner };
+  if (o.repo) {
+    p.repository.name = o.repo;
+    p.repository.full_name = `${p.repository.owner.login as string}/${o.repo}`;
+  }
+  return p;
+}
+
+/** `issues.labeled` (Codertocat/Hello-World#1 unless changed). */
+export function labeledPayload(o: PayloadOptions = {}): Payload {
+  const p = adjust(example('issues', 'labeled'), o);
+  p.label = { ...(p.label as object), name: o.label ?? 'frognano' };
+  if (o.action) p.action = o.action;
+  return p;
+}
+
+/** `issue_comment.created` with the given body. */
+export function commentPayload(o: PayloadOptions = {}): Payload {
+  const p = adjust(example('issue_comment', 'created'), o);
+  const comment = p.comment as Record<string, unknown>;
+  comment.body = o.body ?? '/frognano retry';
+  comment.id = 4242;
+  const commenter = o.commenter ?? (p.sender as { login: string; id: number; type?: string });
+  comment.user = { ...(comment.user as object), ...commenter, type: commenter.type ?? 'User' };
+  if (o.action) p.action = o.action;
+  return p;
+}

@@ -1,0 +1,175 @@
+import nock from 'nock';
+import { describe, expect, it } from 'vitest';
+import { RestBudget } from '../../src/github/rest-budget.js';
+import {
+  describeResult,
+  ensureStatusComment,
+  renderStatus,
+  STATUS_MARKER,
+  StatusReporter,
+} from '../../src/github/status-comment.js';
+import { API, silentLog, testOctokit, useStrictNock } from './helpers/github.js';
+import { runResult } from './helpers/run-result.js';
+
+useStrictNock();
+const issue = { owner: 'o', repo: 'r', issueNumber: 5 };
+
+describe('renderStatus', () => {
+  it('starts with the hidden marker and says each state in plain words', () => {
+    expect(renderStatus({ kind: 'queued', position: 3 })).toMatch(
+      new RegExp(`^${STATUS_MARKER}\n.*queued \\(position 3\\)`),
+    );
+    expect(renderStatus({ kind: 'running', phase: 'agent', step: 4, maxSteps: 150 })).toContain(
+      'running: the model is working (step 4/150).',
+    );
+    expect(
+      renderStatus({ kind: 'done', prNumber: 8, prUrl: 'https://x/pull/8', partial: false }),
+    ).toContain('opened draft pull request #8 (https://x/pull/8)');
+    const failed = renderStatus({
+      kind: 'failed',
+      reason: 'setup failed.',
+      detail: 'pip: error ``` x',
+    });
+    expect(failed).toContain('the run failed: setup failed.');
+    expect(failed).toContain('````\npip: error ``` x\n````');
+    expect(failed).toContain('/frognano retry');
+  });
+});
+
+describe('describeResult', () => {
+  it.each([
+    [
+      { outcome: 'model_unreachable', error: 'ECONNREFUSED 127.0.0.1:8000' },
+      /model endpoint could not be reached: ECONNREFUSED/,
+    ],
+    [{ outcome: 'setup_failed', setupTail: 'E: pip failed' }, /setup commands failed/],
+    [
+      { outcome: 'config_error', error: 'max_steps must be a number' },
+      /frognano\.yml` is not valid: max_steps/,
+    ],
+    [{ outcome: 'clone_failed', error: 'repository not found' }, /cloning the repository failed/],
+    [
+      { outcome: 'sandbox_failed', error: 'image missing' },
+      /sandbox could not be started: image missing/,
+    ],
+    [
+      { violations: [{ rule: 'blocked_path', detail: '.github/workflows/ci.yml' }] },
+      /paths the bot may not change.*\.github\/workflows\/ci\.yml/,
+    ],
+  ] as const)('explains %j', (overrides, expected) => {
+    const state = describeResult(runResult(overrides as never));
+    expect(state?.kind).toBe('failed');
+    expect(renderStatus(state!)).toMatch(expected);
+  });
+
+  it('reports an empty patch with the final message, and a missing test command', () => {
+    const state = describeResult(
+      runResult({
+        patch: '',
+        testCommand: undefined,
+        finalMessage: 'I could not find the bug, @someone.',
+      }),
+    );
+    const text = renderStatus(state!);
+    expect(text).toContain('no pull request: the model finished without changing any file.');
+    expect(text).toContain('No test command was configured or detected either.');
+    expect(text).toContain('> I could not find the bug, @&#8203;someone.');
+  });
+
+  it('lets a good result through to publishing and maps cancel', () => {
+    expect(describeResult(runResult())).toBeUndefined();
+    expect(describeResult(runResult({ outcome: 'cancelled' }))).toEqual({ kind: 'cancelled' });
+  });
+});
+
+describe('ensureStatusComment', () => {
+  it('finds our comment by the marker (bots only) and edits it in place', async () => {
+    nock(API)
+      .get('/repos/o/r/issues/5/comments')
+      .query({ per_page: 100 })
+      .reply(200, [
+        {
+          id: 1,
+          body: `${STATUS_MARKER} quoted by a human`,
+          user: { login: 'mallory', type: 'User' },
+        },
+        { id: 2, body: `${STATUS_MARKER}\nold`, user: { login: 'frognano[bot]', type: 'Bot' } },
+      ])
+      .patch('/repos/o/r/issues/comments/2', { body: 'new' })
+      .reply(200, { id: 2 });
+    expect(await ensureStatusComment(testOctokit(), issue, 'new')).toBe(2);
+  });
+
+  it('looks at the last page of long threads, then creates one when none exists', async () => {
+    nock(API)
+      .get('/repos/o/r/issues/5/comments')
+      .query({ per_page: 100 })
+      .reply(200, [], {
+        link: `<${API}/repositories/1/issues/5/comments?per_page=100&page=3>; rel="last"`,
+      })
+      .get('/repos/o/r/issues/5/comments')
+      .query({ per_page: 100, page: 3 })
+      .reply(200, [])
+      .post('/repos/o/r/issues/5/comments', { body: 'hello' })
+      .reply(201, { id: 99 });
+    expect(await ensureStatusComment(testOctokit(), issue, 'hello')).toBe(99);
+  });
+
+  it('recreates the comment when the known one was deleted', async () => {
+    nock(API)
+      .patch('/repos/o/r/issues/comments/7')
+      .reply(404, { message: 'Not Found' })
+      .post('/repos/o/r/issues/5/comments')
+      .reply(201, { id: 8 });
+    expect(await ensureStatusComment(testOctokit(), issue, 'x', 7)).toBe(8);
+  });
+});
+
+describe('StatusReporter', () => {
+  it('coalesces updates within the throttle window and always sends the final state', async () => {
+    const bodies: string[] = [];
+    nock(API)
+      .patch('/repos/o/r/issues/comments/3', (b: { body: string }) => bodies.push(b.body) > 0)
+      .times(2)
+      .reply(200, { id: 3 });
+    const budget = new RestBudget();
+    const octokit = budget.attach(testOctokit());
+    const reporter = new StatusReporter({
+      octokit,
+      issue,
+      commentId: () => 3,
+      throttleMs: 60_000,
+      budget,
+      reserve: 2,
+      log: silentLog,
+    });
+    reporter.update({ kind: 'running', phase: 'clone' });
+    await new Promise((r) => setTimeout(r, 20));
+    await reporter.flush();
+    for (let step = 1; step <= 50; step++)
+      reporter.update({ kind: 'running', phase: 'agent', step, maxSteps: 150 });
+    await reporter.finish({ kind: 'done', prNumber: 1, prUrl: 'https://x/pull/1', partial: false });
+    expect(bodies).toHaveLength(2);
+    expect(bodies[0]).toContain('cloning the repository');
+    expect(bodies[1]).toContain('opened draft pull request #1');
+    expect(budget.used).toBe(2);
+  });
+
+  it('drops intermediate updates when only the reserve of the REST budget is left', async () => {
+    nock(API).patch('/repos/o/r/issues/comments/3').reply(200, { id: 3 });
+    const budget = new RestBudget(20, 18);
+    const reporter = new StatusReporter({
+      octokit: budget.attach(testOctokit()),
+      issue,
+      commentId: () => 3,
+      throttleMs: 0,
+      budget,
+      reserve: 2,
+      log: silentLog,
+    });
+    reporter.update({ kind: 'running', phase: 'setup' });
+    await new Promise((r) => setTimeout(r, 20));
+    await reporter.finish({ kind: 'cancelled' });
+    expect(budget.used).toBe(19);
+  });
+});
