@@ -221,6 +221,8 @@ export async function runLeaf(options: LeafRunOptions): Promise<LeafRunResult> {
     }
   };
 
+  // A record exists from the start, so a run stuck in its first request is still visible.
+  await checkpoint(tail(undefined, { status: 'running', patch: null, patchError: null }));
   let stop: Stop | undefined;
   for (let index = 0; index < limits.maxSteps && !stop; index++) {
     if (signal?.aborted) {

@@ -386,6 +386,25 @@ describe('runLeaf: stop reasons', () => {
     expect(readTrajectory(options.trajectoryPath!).exit_reason).toBe('cancelled');
   });
 
+  it('writes the trajectory before the first request returns', async () => {
+    const controller = new AbortController();
+    const { options } = await setup([{ kind: 'hang' }], { signal: controller.signal });
+    const running = runLeaf(options);
+    const file = options.trajectoryPath!;
+    for (let i = 0; i < 200 && !existsSync(file); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(readTrajectory(file)).toMatchObject({
+      status: 'running',
+      n_steps: 0,
+      exit_reason: null,
+      messages: [
+        { role: 'system', content: SYSTEM_PROMPT },
+        { role: 'user', content: TASK },
+      ],
+    });
+    controller.abort();
+    expect((await running).exitReason).toBe('cancelled');
+  });
+
   it('cancelled during a tool call', async () => {
     const controller = new AbortController();
     const { server, options } = await setup(
