@@ -1,0 +1,273 @@
+// The run pipeline against the real Docker engine: the default sandbox image, setup with
+// snapshots (cold, then warm), and nothing of ours left behind.
+import {
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+  readdirSync,
+  existsSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { connectDocker } from '../../src/runner/docker-engine.js';
+import { LABEL_RUN } from '../../src/runner/docker-sandbox.js';
+import { runPipeline, type PipelineDeps } from '../../src/runner/run.js';
+import type { RunRequest } from '../../src/runner/run-types.js';
+import {
+  SNAPSHOT_KEY_LABEL,
+  SNAPSHOT_LABEL,
+  SNAPSHOT_REPO_LABEL,
+} from '../../src/runner/snapshot-cache.js';
+import {
+  describeDocker,
+  ensureSandboxImage,
+  labelledContainers,
+} from '../support/docker-engine.js';
+import { FIXED_CALC, ISSUE_TEXT, createPythonRepo, git } from '../support/python-repo.js';
+import {
+  finalAnswer,
+  startScriptedModelServer,
+  toolCall,
+  type ScriptStep,
+} from '../support/scripted-model-server.js';
+
+const docker = connectDocker();
+const root = mkdtempSync(path.join(tmpdir(), 'run-docker-'));
+const snapshotRepos: string[] = [];
+
+afterAll(async () => {
+  // Snapshot images these tests made (their repo label is a path under `root`).
+  const images = await docker
+    .listImages({ filters: JSON.stringify({ label: [`${SNAPSHOT_LABEL}=1`] }) })
+    .catch(() => []);
+  for (const image of images) {
+    if (snapshotRepos.includes(image.Labels?.[SNAPSHOT_REPO_LABEL] ?? '')) {
+      for (const tag of image.RepoTags ?? [])
+        await docker
+          .getImage(tag)
+          .remove()
+          .catch(() => undefined);
+      await docker
+        .getImage(image.Id)
+        .remove({ force: true })
+        .catch(() => undefined);
+    }
+  }
+  rmSync(root, { recursive: true, force: true });
+});
+
+function request(repo: string, runId: string, outDir: string): RunRequest {
+  return {
+    runId,
+    instanceId: 'fixture/calc#7',
+    repo,
+    issueText: ISSUE_TEXT,
+    sandbox: 'docker',
+    outDir,
+  };
+}
+
+async function deps(
+  script: ScriptStep[],
+): Promise<{ deps: PipelineDeps; close: () => Promise<void>; chats: () => number }> {
+  const server = await startScriptedModelServer({ script });
+  return {
+    deps: {
+      modelConfig: { baseUrl: server.baseUrl, maxRetries: 0 },
+      docker,
+      dataDir: path.join(root, 'data'),
+      logger: pino({ level: 'silent' }),
+      sandboxLimits: { memoryBytes: 512 * 1024 * 1024, pidsLimit: 256 },
+    },
+    close: () => server.close(),
+    chats: () => server.chatRequests.length,
+  };
+}
+
+function runsLeft(): string[] {
+  const runs = path.join(root, 'data', 'runs');
+  return existsSync(runs) ? readdirSync(runs) : [];
+}
+
+describeDocker('runPipeline with the Docker sandbox', () => {
+  beforeAll(async () => {
+    await ensureSandboxImage();
+  });
+
+  it('fixes the failing test in a container: verify-before fails, verify-after passes, container removed', async () => {
+    const repo = createPythonRepo(mkdtempSync(path.join(root, 'fix-')));
+    const m = await deps([
+      toolCall('Bash', { command: 'id -u && python3 -m pytest -q 2>&1 | tail -1' }),
+      toolCall('Edit', {
+        file_path: 'calc.py',
+        old_string: 'return a - b',
+        new_string: 'return a + b',
+      }),
+      finalAnswer('Fixed.'),
+    ]);
+    const runId = `t-docker-fix-${Date.now()}`;
+    try {
+      const result = await runPipeline(
+        request(repo.dir, runId, path.join(root, 'out-fix')),
+        m.deps,
+      );
+      expect(result.error).toBeUndefined();
+      expect(result.outcome).toBe('completed');
+      expect(result.exitReason).toBe('agent');
+      expect(result.testCommand).toEqual({
+        command: 'python3 -m pytest',
+        source: 'detected',
+        detail: 'detected pytest: found pytest.ini',
+      });
+      expect(result.verifyBefore).toMatchObject({ exitCode: 1, timedOut: false });
+      expect(result.verifyBefore!.outputTail).toContain('1 failed, 1 passed');
+      expect(result.verifyAfter).toMatchObject({ exitCode: 0 });
+      expect(result.filesChanged).toEqual(['calc.py']);
+      expect(result.baseCommit).toBe(repo.head);
+      const trajectory = readFileSync(result.trajectoryPath!, 'utf8');
+      expect(trajectory).toContain('STDOUT:\\n1000\\n');
+      expect(result.snapshotHit).toBe(false);
+    } finally {
+      await m.close();
+    }
+    expect(await labelledContainers(runId)).toEqual([]);
+    expect(runsLeft()).toEqual([]);
+  });
+
+  it('snapshots a successful setup and starts the next run from it with the current tree', async () => {
+    const parent = mkdtempSync(path.join(root, 'snap-'));
+    const repo = createPythonRepo(parent, {
+      '.github/frognano.yml': [
+        'setup:',
+        '  - mkdir -p ~/deps && date +%s%N > ~/deps/stamp && echo built > generated.txt',
+        'test: python3 -m pytest -q',
+      ].join('\n'),
+      'requirements.txt': 'nothing==1\n',
+      'old.txt': 'tracked at setup time\n',
+    });
+    snapshotRepos.push(repo.dir);
+    const probe: ScriptStep[] = [
+      toolCall('Bash', { command: 'cat ~/deps/stamp generated.txt; ls; head -2 calc.py' }),
+      toolCall('Write', { file_path: 'calc.py', content: FIXED_CALC }),
+      finalAnswer('ok'),
+    ];
+
+    const cold = await deps(probe);
+    const first = await runPipeline(
+      request(repo.dir, `t-snap-1-${Date.now()}`, path.join(parent, 'o1')),
+      cold.deps,
+    );
+    await cold.close();
+    expect(first.error).toBeUndefined();
+    expect(first.snapshotHit).toBe(false);
+    expect(first.timings.setup).toBeGreaterThan(0);
+    // Setup's own output is not part of the agent's patch.
+    expect(first.filesChanged).toEqual(['calc.py']);
+    const coldSeen = readFileSync(first.trajectoryPath!, 'utf8');
+    const stamp = /STDOUT:\\n(\d+)\\n/.exec(coldSeen)?.[1];
+    expect(stamp).toBeDefined();
+
+    const images = await docker.listImages({
+      filters: JSON.stringify({ label: [`${SNAPSHOT_REPO_LABEL}=${repo.dir}`] }),
+    });
+    expect(images).toHaveLength(1);
+    expect(images[0]!.RepoTags?.[0]).toBe(
+      `frognano-snapshot:${images[0]!.Labels![SNAPSHOT_KEY_LABEL]}`,
+    );
+    expect(images[0]!.Labels![LABEL_RUN]).toBe('');
+
+    // A new commit that changes sources (not manifests) and deletes a tracked file: a hit.
+    writeFileSync(
+      path.join(repo.dir, 'calc.py'),
+      `# second commit\n${readFileSync(path.join(repo.dir, 'calc.py'), 'utf8')}`,
+    );
+    unlinkSync(path.join(repo.dir, 'old.txt'));
+    git(repo.dir, 'add', '-A');
+    git(repo.dir, '-c', 'user.name=t', '-c', 'user.email=t@x', 'commit', '-qm', 'second');
+    const warm = await deps(probe);
+    const second = await runPipeline(
+      request(repo.dir, `t-snap-2-${Date.now()}`, path.join(parent, 'o2')),
+      warm.deps,
+    );
+    await warm.close();
+    expect(second.error).toBeUndefined();
+    expect(second.snapshotHit).toBe(true);
+    expect(second.timings.setup).toBeUndefined();
+    const warmSeen = readFileSync(second.trajectoryPath!, 'utf8');
+    // Setup's outputs, in and outside /testbed, are the snapshot's; the tree is today's.
+    expect(warmSeen).toContain(`STDOUT:\\n${stamp}\\nbuilt\\n`);
+    expect(warmSeen).toContain('# second commit');
+    expect(warmSeen).not.toContain('old.txt');
+    expect(second.verifyBefore!.exitCode).toBe(1);
+    expect(second.verifyAfter!.exitCode).toBe(0);
+    expect(second.filesChanged).toEqual(['calc.py']);
+    expect(second.patch).toContain('# second commit');
+
+    // A manifest change misses.
+    writeFileSync(path.join(repo.dir, 'requirements.txt'), 'nothing==2\n');
+    git(repo.dir, 'add', '-A');
+    git(repo.dir, '-c', 'user.name=t', '-c', 'user.email=t@x', 'commit', '-qm', 'third');
+    const again = await deps([finalAnswer('nothing')]);
+    const third = await runPipeline(
+      request(repo.dir, `t-snap-3-${Date.now()}`, path.join(parent, 'o3')),
+      again.deps,
+    );
+    await again.close();
+    expect(third.snapshotHit).toBe(false);
+    expect(third.timings.setup).toBeGreaterThan(0);
+    expect(runsLeft()).toEqual([]);
+  });
+
+  it('gives setup the network only with `network: setup`, and cuts it before the agent', async () => {
+    const repo = createPythonRepo(mkdtempSync(path.join(root, 'net-')), {
+      '.github/frognano.yml': [
+        'network: setup',
+        'setup: cat /sys/class/net/eth0/operstate > net-during-setup.txt',
+      ].join('\n'),
+    });
+    snapshotRepos.push(repo.dir);
+    const m = await deps([
+      toolCall('Bash', { command: 'cat net-during-setup.txt; ls /sys/class/net' }),
+      finalAnswer('ok'),
+    ]);
+    try {
+      const result = await runPipeline(
+        request(repo.dir, `t-net-${Date.now()}`, path.join(root, 'out-net')),
+        { ...m.deps, snapshots: { enabled: false } },
+      );
+      expect(result.error).toBeUndefined();
+      const seen = readFileSync(result.trajectoryPath!, 'utf8');
+      expect(seen).toMatch(/STDOUT:\\n(up|unknown)\\nlo\\n/);
+    } finally {
+      await m.close();
+    }
+  });
+
+  it('fails with sandbox_failed in one line for a missing image, leaving nothing behind', async () => {
+    const repo = createPythonRepo(mkdtempSync(path.join(root, 'img-')));
+    const m = await deps([]);
+    const runId = `t-noimage-${Date.now()}`;
+    try {
+      const result = await runPipeline(
+        {
+          ...request(repo.dir, runId, path.join(root, 'out-img')),
+          overrides: { image: 'frognano/does-not-exist:1' },
+        },
+        m.deps,
+      );
+      expect(result.outcome).toBe('sandbox_failed');
+      expect(result.error).toBe(
+        'sandbox image frognano/does-not-exist:1 is not on the Docker engine: build it (see sandbox/README.md) or pass another --image',
+      );
+      expect(m.chats()).toBe(0);
+    } finally {
+      await m.close();
+    }
+    expect(await labelledContainers(runId)).toEqual([]);
+    expect(runsLeft()).toEqual([]);
+  });
+});
