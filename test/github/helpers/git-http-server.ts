@@ -1,0 +1,74 @@
+// A tiny smart-HTTP git server on loopback (git http-backend as CGI) that demands a token in
+// the Authorization header, like GitHub, and records which Authorization headers it saw.
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface GitHttpServer {
+  url: string;
+  /** Authorization header of every request (undefined when absent). */
+  authorizations: (string | undefined)[];
+  /** Request URLs, to check nothing secret travelled in them. */
+  urls: string[];
+  close(): Promise<void>;
+}
+
+export async function startGitHttpServer(projectRoot: string, token: string): Promise<GitHttpServer> {
+  const expected = `Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`;
+  const authorizations: (string | undefined)[] = [];
+  const urls: string[] = [];
+  const server = createServer((req, res) => {
+    authorizations.push(req.headers.authorization);
+    urls.push(req.url ?? '');
+    if (req.headers.authorization !== expected) {
+      res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="test"' }).end();
+      req.resume();
+      return;
+    }
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const child = spawn('git', ['http-backend'], {
+      env: {
+        PATH: process.env.PATH,
+        HOME: projectRoot,
+        GIT_CONFIG_NOSYSTEM: '1',
+        GIT_CONFIG_GLOBAL: '/dev/null',
+        GIT_PROJECT_ROOT: projectRoot,
+        GIT_HTTP_EXPORT_ALL: '1',
+        REMOTE_USER: 'x-access-token',
+        REMOTE_ADDR: '127.0.0.1',
+        REQUEST_METHOD: req.method ?? 'GET',
+        PATH_INFO: url.pathname,
+        QUERY_STRING: url.search.slice(1),
+        CONTENT_TYPE: req.headers['content-type'] ?? '',
+        HTTP_CONTENT_ENCODING: req.headers['content-encoding'] ?? '',
+        GIT_PROTOCOL: String(req.headers['git-protocol'] ?? ''),
+      },
+    });
+    req.pipe(child.stdin);
+    const chunks: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => chunks.push(b));
+    child.on('close', () => {
+      const all = Buffer.concat(chunks);
+      const split = all.indexOf('\r\n\r\n');
+      const head = all.subarray(0, split).toString('latin1');
+      const headers: Record<string, string> = {};
+      let status = 200;
+      for (const line of head.split('\r\n')) {
+        const i = line.indexOf(':');
+        const name = line.slice(0, i).trim();
+        const value = line.slice(i + 1).trim();
+        if (name.toLowerCase() === 'status') status = Number(value.split(' ')[0]);
+        else if (name) headers[name] = value;
+      }
+      res.writeHead(status, headers).end(all.subarray(split + 4));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    authorizations,
+    urls,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
