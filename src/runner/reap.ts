@@ -46,8 +46,9 @@ export async function reap(docker: Docker | undefined, options: ReapOptions): Pr
         result.containers++;
         options.log?.info({ runId, container: info.Id.slice(0, 12) }, 'reaped container');
       } catch (error) {
-        // Already gone (another reaper, or its own run's cleanup) is fine.
-        if ((error as { statusCode?: number }).statusCode !== 404) throw error;
+        // Already gone, or being removed (another reaper, or its own run's cleanup): fine.
+        const status = (error as { statusCode?: number }).statusCode;
+        if (status !== 404 && status !== 409) throw error;
       }
     }
     const removed = await evictSnapshots(docker, {

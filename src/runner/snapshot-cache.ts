@@ -243,6 +243,13 @@ export async function listSnapshots(docker: Docker): Promise<SnapshotImage[]> {
   return out;
 }
 
+/** Untagged ones first, then the least recently used tagged ones beyond `keep`. */
+export function snapshotsToEvict(all: readonly SnapshotImage[], keep: number): SnapshotImage[] {
+  const dangling = all.filter((s) => s.tags.length === 0);
+  const tagged = all.filter((s) => s.tags.length > 0).sort((a, b) => b.lastUsed - a.lastUsed);
+  return [...dangling, ...tagged.slice(Math.max(0, keep))];
+}
+
 /**
  * Removes untagged snapshot images (replaced by a newer commit of the same key) and the
  * least recently used tagged ones beyond `keep`. An image still used by a container is

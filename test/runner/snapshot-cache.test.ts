@@ -9,6 +9,7 @@ import {
   snapshotKey,
   snapshotLabels,
   snapshotTag,
+  snapshotsToEvict,
 } from '../../src/runner/snapshot-cache.js';
 
 const dirs: string[] = [];
@@ -122,5 +123,19 @@ describe('snapshotKey', () => {
 
   it('quotes the work directory in the refresh command', () => {
     expect(refreshTreeCommand("/test'bed")).toContain("cd '/test'\\''bed' && git");
+  });
+});
+
+describe('snapshotsToEvict', () => {
+  const image = (id: string, lastUsed: number, tags = [`frognano-snapshot:${id}`]) => ({
+    id,
+    tags,
+    lastUsed,
+  });
+  it('takes untagged images, then the least recently used beyond the cap', () => {
+    const all = [image('a', 3), image('b', 1), image('c', 5), image('d', 2), image('x', 9, [])];
+    expect(snapshotsToEvict(all, 2).map((s) => s.id)).toEqual(['x', 'd', 'b']);
+    expect(snapshotsToEvict(all, 10).map((s) => s.id)).toEqual(['x']);
+    expect(snapshotsToEvict(all, 0).map((s) => s.id)).toEqual(['x', 'c', 'a', 'd', 'b']);
   });
 });
