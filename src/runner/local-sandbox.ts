@@ -267,11 +267,21 @@ export class LocalSandbox implements Sandbox {
     return pythonRealpath(path, realpathFileSystem);
   }
 
-  private readonly globFileSystem: GlobFileSystem = {
+  private readonly globFileSystem = nodeGlobFileSystem((path) => this.absolute(path));
+}
+
+/**
+ * The file system Python's glob sees, on the host: directory order as the OS lists it
+ * (libuv's readdir sorts, opendir does not), symlinks followed for directories.
+ */
+export function nodeGlobFileSystem(
+  absolute: (path: string) => string = (path) => path,
+): GlobFileSystem {
+  return {
     listdir: async (path, dirsOnly) => {
       // os.scandir raises ValueError here (glob does not catch it); lexists/isdir say False.
       refuseNul(path, 'scandir: embedded null character in path');
-      const dir = this.absolute(path);
+      const dir = absolute(path);
       const names: string[] = [];
       try {
         for await (const entry of await opendir(dir)) {
@@ -279,13 +289,22 @@ export class LocalSandbox implements Sandbox {
             names.push(entry.name);
             continue;
           }
-          const isDir =
+          const mayBeDir =
             entry.isDirectory() ||
-            ((entry.isSymbolicLink() || !(entry.isFile() || entry.isFIFO() || entry.isSocket())) &&
-              (await stat(join(dir, entry.name)).then(
-                (info) => info.isDirectory(),
-                () => false,
-              )));
+            entry.isSymbolicLink() ||
+            !(
+              entry.isFile() ||
+              entry.isFIFO() ||
+              entry.isSocket() ||
+              entry.isBlockDevice() ||
+              entry.isCharacterDevice()
+            );
+          const isDir =
+            mayBeDir &&
+            (await stat(join(dir, entry.name)).then(
+              (info) => info.isDirectory(),
+              () => false,
+            ));
           if (isDir) names.push(entry.name);
         }
       } catch {
@@ -296,14 +315,14 @@ export class LocalSandbox implements Sandbox {
     lexists: (path) =>
       path.includes('\0')
         ? Promise.resolve(false)
-        : lstat(this.absolute(path)).then(
+        : lstat(absolute(path)).then(
             () => true,
             () => false,
           ),
     isdir: (path) =>
       path.includes('\0')
         ? Promise.resolve(false)
-        : stat(this.absolute(path)).then(
+        : stat(absolute(path)).then(
             (info) => info.isDirectory(),
             () => false,
           ),
