@@ -15,6 +15,7 @@ import {
   type GlobMatch,
   type Sandbox,
 } from '../leaf/sandbox.js';
+import { pyRepr } from '../leaf/python-text.js';
 import { connectDocker } from './docker-engine.js';
 import { packDirectory } from './pack-directory.js';
 import {
@@ -41,9 +42,8 @@ const MiB = 1024 * 1024;
 const DEFAULT_MAX_OUTPUT_BYTES = MiB;
 /** Two capped streams must fit in one helper frame. */
 const MAX_OUTPUT_BYTES_LIMIT = 32 * MiB;
-/** How long the helper gets beyond a command's own timeout before the host steps in. */
-const EXEC_WATCHDOG_GRACE_MS = 10_000;
-const HOST_KILL_GRACE_MS = 5_000;
+/** Largest file or stdin sent through the helper (as for reads). */
+const MAX_TRANSFER_BYTES = 64 * MiB;
 /** A helper that keeps dying is a broken sandbox, not bad luck. */
 const MAX_HELPER_RESTARTS = 20;
 
@@ -81,6 +81,11 @@ export const DockerSandboxOptions = z.object({
   labels: z.record(z.string().min(1), z.string()).default({}),
   /** Upper bound for one Read/Write/Glob round trip before the helper counts as hung. */
   fileOpTimeoutMs: z.number().int().positive().default(60_000),
+  /**
+   * How long the helper gets past a command's timeout (or abort) before the host kills the
+   * command's group itself; after as long again the helper counts as hung and is replaced.
+   */
+  execGraceMs: z.number().int().positive().default(10_000),
   logger: z.custom<Logger>((value) => typeof value === 'object' && value !== null).optional(),
 });
 export type DockerSandboxOptions = z.input<typeof DockerSandboxOptions>;
@@ -202,6 +207,7 @@ export class DockerSandbox implements Sandbox {
   readonly runId: string;
   readonly limits: DockerSandboxLimits;
   private readonly fileOpTimeoutMs: number;
+  private readonly execGraceMs: number;
   private helper: ToolHelperChannel | undefined;
   private helperStarting: Promise<ToolHelperChannel> | undefined;
   /** Helper restarts so far; past MAX_HELPER_RESTARTS the sandbox counts as broken. */
@@ -216,6 +222,7 @@ export class DockerSandbox implements Sandbox {
     private readonly log: Logger,
   ) {
     this.fileOpTimeoutMs = options.fileOpTimeoutMs;
+    this.execGraceMs = options.execGraceMs;
     this.image = options.image;
     this.runId = options.runId;
     this.limits = options.limits;
@@ -248,6 +255,12 @@ export class DockerSandbox implements Sandbox {
       timeoutMs: options.timeoutMs ?? null,
     };
     if (options.stdin !== undefined) {
+      if (options.stdin.length > MAX_TRANSFER_BYTES) {
+        throw new PythonError(
+          'OSError',
+          `[Errno 27] stdin too large for the sandbox transport (limit ${MAX_TRANSFER_BYTES} bytes)`,
+        );
+      }
       payload.stdin = Buffer.from(
         typeof options.stdin === 'string' ? Buffer.from(options.stdin, 'utf8') : options.stdin,
       ).toString('base64');
@@ -273,10 +286,10 @@ export class DockerSandbox implements Sandbox {
     const onAbort = () => {
       cancelRequested = true;
       if (pgid) helper.cancel(id);
-      armWatchdog(EXEC_WATCHDOG_GRACE_MS);
+      armWatchdog(this.execGraceMs);
     };
     options.signal?.addEventListener('abort', onAbort, { once: true });
-    if (options.timeoutMs !== undefined) armWatchdog(options.timeoutMs + EXEC_WATCHDOG_GRACE_MS);
+    if (options.timeoutMs !== undefined) armWatchdog(options.timeoutMs + this.execGraceMs);
     try {
       const raw = await helper.request('exec', payload, {
         onId: (value) => (id = value),
@@ -348,6 +361,12 @@ export class DockerSandbox implements Sandbox {
   }
 
   async writeFile(path: string, data: Uint8Array): Promise<{ realPath: string }> {
+    if (data.byteLength > MAX_TRANSFER_BYTES) {
+      throw new PythonError(
+        'OSError',
+        `[Errno 27] File too large for the sandbox transport (${data.byteLength} bytes; limit ${MAX_TRANSFER_BYTES}): ${pyRepr(path)}`,
+      );
+    }
     const result = await this.fileOp(
       'write',
       { path, data: Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64') },
@@ -619,9 +638,12 @@ export class DockerSandbox implements Sandbox {
       }
     }
     setTimeout(() => {
-      if (!helper.dead)
-        helper.fail(new HelperChannelError('tool helper did not finish a killed command'));
-    }, HOST_KILL_GRACE_MS).unref();
+      if (helper.dead) return;
+      helper.fail(new HelperChannelError('tool helper did not finish a killed command'));
+      // A hung helper (e.g. stopped by the agent) would linger until the container goes.
+      if (!this.disposed)
+        void this.runDirect(['kill', '-KILL', String(helper.pid)]).catch(() => undefined);
+    }, this.execGraceMs).unref();
   }
 
   /** A plain exec as the sandbox user, outside the helper (used only for rescue). */

@@ -406,17 +406,33 @@ describeDocker('DockerSandbox', () => {
 
   it('survives a command that kills the tool helper, and rejects a hostile frame', async () => {
     const killed = await sandbox.exec(
-      'pkill -KILL -f frognano-tool-helper; sleep 1; echo unreachable',
+      'pkill -KILL -f frognano-tool-[h]elper; sleep 1; echo unreachable',
     );
     expect(killed.exitCode).toBe(-9);
     expect(killed.stderr.toString()).toContain('tool helper died');
     expect((await sandbox.readFile('a.txt')).data.toString()).toBe('hello\n');
     // A command writes garbage into the helper's channel: the host must not trust it.
     const hostile = await sandbox.exec(
-      'printf "\\377\\377\\377\\377garbage" > /proc/$(pgrep -f frognano-tool-helper | head -n 1)/fd/1; sleep 1',
+      'printf "\\377\\377\\377\\377garbage" > /proc/$(pgrep -f frognano-tool-[h]elper | head -n 1)/fd/1; sleep 1',
     );
     expect(hostile.exitCode).toBe(-9);
     expect((await sandbox.exec('echo fine')).stdout.toString()).toBe('fine\n');
+  });
+
+  it('recovers from a hung helper: kills the command from the host and replaces the helper', async () => {
+    const extra = await createDockerSandbox({ runId, execGraceMs: 1000 });
+    try {
+      const result = await extra.exec('pkill -STOP -f frognano-tool-[h]elper; sleep 30', {
+        timeoutMs: 1000,
+      });
+      expect(result.exitCode).toBe(-9);
+      expect(result.stderr.toString()).toContain('tool helper died');
+      const left = await extra.exec("ps -eo args= | grep -c '^sleep 30$' || true");
+      expect(left.stdout.toString().trim()).toBe('0');
+      expect((await extra.readFile('/etc/hostname')).data.length).toBeGreaterThan(0);
+    } finally {
+      await extra.dispose();
+    }
   });
 
   it('reports OOM and pids-limit hits on the exec result', async () => {
