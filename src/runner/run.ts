@@ -146,15 +146,10 @@ export async function runPipeline(
 
   let workspace: Workspace | undefined;
   let sandbox: Sandbox | undefined;
-  let finished!: () => void;
-  const done = new Promise<void>((resolve) => (finished = resolve));
   const unregister =
     deps.handleSignals === false
       ? () => undefined
-      : registerActiveRun(() => {
-          controller.abort(new Error('interrupted by a signal'));
-          return done;
-        });
+      : registerActiveRun(() => controller.abort(new Error('interrupted by a signal')));
 
   try {
     // 2. Clone on the host (cached mirror), read the repo config.
@@ -420,7 +415,6 @@ export async function runPipeline(
     request.signal?.removeEventListener('abort', onCallerAbort);
     result.budgets.wallMs = Math.round(performance.now() - started);
     unregister();
-    finished();
   }
 }
 
@@ -574,29 +568,37 @@ function errorText(error: unknown): string {
   return text.split('\n')[0] ?? text;
 }
 
-// SIGINT/SIGTERM while runs are active: abort them, wait for their cleanup, then let the
-// signal have its default effect unless someone else (the CLI) handles it.
-const activeRuns = new Set<() => Promise<void>>();
+// SIGINT/SIGTERM while runs are active: abort them; when the last one has cleaned up, let
+// the signal take its default effect (the process ends), unless someone else (the CLI)
+// was listening for it at the time and so decides what happens next.
+const activeRuns = new Set<() => void>();
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+let pending: { sig: NodeJS.Signals; othersListening: boolean } | undefined;
 
 function onProcessSignal(sig: NodeJS.Signals): void {
-  const others = process.listenerCount(sig) > 1;
-  const cleanups = [...activeRuns].map((abort) => abort());
-  const grace = new Promise<void>((resolve) =>
-    setTimeout(resolve, SIGNAL_CLEANUP_GRACE_MS).unref(),
-  );
-  void Promise.race([Promise.allSettled(cleanups), grace]).then(() => {
-    if (others) return;
-    for (const s of SIGNALS) process.off(s, onProcessSignal);
-    process.kill(process.pid, sig);
-  });
+  pending ??= { sig, othersListening: process.listenerCount(sig) > 1 };
+  for (const abort of activeRuns) abort();
+  // A cleanup that hangs must not keep a signalled process alive for ever.
+  setTimeout(() => reRaise(), SIGNAL_CLEANUP_GRACE_MS).unref();
 }
 
-function registerActiveRun(abort: () => Promise<void>): () => void {
+function reRaise(): void {
+  const signal = pending;
+  if (!signal || signal.othersListening) return;
+  for (const s of SIGNALS) process.off(s, onProcessSignal);
+  process.kill(process.pid, signal.sig);
+}
+
+function registerActiveRun(abort: () => void): () => void {
   if (activeRuns.size === 0) for (const s of SIGNALS) process.on(s, onProcessSignal);
   activeRuns.add(abort);
   return () => {
     activeRuns.delete(abort);
-    if (activeRuns.size === 0) for (const s of SIGNALS) process.off(s, onProcessSignal);
+    if (activeRuns.size > 0) return;
+    for (const s of SIGNALS) process.off(s, onProcessSignal);
+    // Before returning to the caller: a signalled run must not be followed by more work.
+    if (pending) reRaise();
+    // Someone else handles the signal (and decides about the process): forget it.
+    pending = undefined;
   };
 }
