@@ -1,0 +1,222 @@
+// `frognano solve` end to end, as a user runs it: a child process, a real Python repository
+// with a failing test, the scripted model endpoint on a real socket.
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  finalAnswer,
+  startScriptedModelServer,
+  toolCall,
+  type ScriptedModelServer,
+} from '../support/scripted-model-server.js';
+import { createPythonRepo, git, ISSUE_TEXT } from '../support/python-repo.js';
+import { describeDocker, ensureSandboxImage } from '../support/docker-engine.js';
+import { connectDocker } from '../../src/runner/docker-engine.js';
+import { LABEL_RUN } from '../../src/runner/docker-sandbox.js';
+
+const CLI = path.resolve('bin/frognano.js');
+
+interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, timeout: 240_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+/** The script a competent model would follow: look, read, fix, test, answer. */
+function fixingScript() {
+  return [
+    toolCall(
+      'Glob',
+      { pattern: '**/*.py' },
+      { usage: { prompt_tokens: 900, completion_tokens: 40 } },
+    ),
+    toolCall('Read', { file_path: 'calc.py' }),
+    toolCall('Edit', {
+      file_path: 'calc.py',
+      old_string: 'return a - b',
+      new_string: 'return a + b',
+    }),
+    toolCall('Bash', { command: 'python3 -m pytest -q', description: 'run the tests' }),
+    finalAnswer('Fixed add(): it subtracted instead of adding. The tests pass.'),
+  ];
+}
+
+let work: string;
+let model: ScriptedModelServer;
+
+beforeEach(async () => {
+  work = await mkdtemp(path.join(tmpdir(), 'frognano-solve-'));
+});
+
+afterEach(async () => {
+  await model?.close();
+  await rm(work, { recursive: true, force: true });
+});
+
+async function expectPatchFixesFreshClone(repoDir: string, outDir: string) {
+  const patch = await readFile(path.join(outDir, 'patch.diff'), 'utf8');
+  expect(patch).toContain('-    return a - b');
+  expect(patch).toContain('+    return a + b');
+  const fresh = path.join(work, 'fresh');
+  git(work, 'clone', '-q', repoDir, fresh);
+  git(fresh, 'apply', path.join(outDir, 'patch.diff'));
+  const pytest = await new Promise<number>((resolve) =>
+    execFile('python3', ['-m', 'pytest', '-q'], { cwd: fresh }, (error) =>
+      resolve(error ? Number(error.code ?? 1) : 0),
+    ),
+  );
+  expect(pytest).toBe(0);
+}
+
+async function expectOutputs(outDir: string) {
+  const trajectory = JSON.parse(await readFile(path.join(outDir, 'trajectory.json'), 'utf8'));
+  expect(trajectory.trajectory_format).toBe('leaf-function-calling');
+  expect(trajectory.exit_reason).toBe('agent');
+  expect(trajectory.n_steps).toBe(5);
+  expect(trajectory.final_message).toContain('Fixed add()');
+  const summary = await readFile(path.join(outDir, 'summary.md'), 'utf8');
+  expect(summary).toContain('Exit reason: agent');
+  expect(summary).toMatch(/Before: fail \(exit 1/);
+  expect(summary).toMatch(/After: pass \(exit 0/);
+  expect(summary).toContain('- calc.py');
+}
+
+describe('frognano solve --sandbox local', () => {
+  it('turns a repository with a failing test into a patch that fixes it', async () => {
+    const repo = createPythonRepo(work);
+    model = await startScriptedModelServer({ script: fixingScript() });
+    const outDir = path.join(work, 'out');
+    const issueFile = path.join(work, 'issue.md');
+    await writeFile(issueFile, ISSUE_TEXT);
+
+    const run = await runCli(
+      [
+        'solve',
+        '--repo',
+        repo.dir,
+        '--issue-file',
+        issueFile,
+        '--out',
+        outDir,
+        '--sandbox',
+        'local',
+      ],
+      { FROGNANO_MODEL_URL: model.baseUrl, FROGNANO_DATA_DIR: path.join(work, 'data') },
+    );
+
+    expect(run.stderr).toContain('--sandbox local runs the agent');
+    expect(run.stderr).toMatch(/step 1\/150 Glob/);
+    expect(run.stderr).toMatch(/step 4\/150 Bash/);
+    expect(run.code, run.stderr).toBe(0);
+    await expectOutputs(outDir);
+    await expectPatchFixesFreshClone(repo.dir, outDir);
+    // The user's working copy is never touched.
+    expect(await readFile(path.join(repo.dir, 'calc.py'), 'utf8')).toContain('return a - b');
+    // The model saw the issue text as the task, exactly.
+    const first = model.chatRequests[0]?.body?.messages;
+    expect(first?.[1]).toEqual({ role: 'user', content: ISSUE_TEXT });
+  }, 120_000);
+
+  it('fails in one line when the model endpoint is unreachable', async () => {
+    const repo = createPythonRepo(work);
+    const run = await runCli(
+      [
+        'solve',
+        '--repo',
+        repo.dir,
+        '--issue',
+        'fix it',
+        '--sandbox',
+        'local',
+        '--out',
+        path.join(work, 'o'),
+      ],
+      { FROGNANO_MODEL_URL: 'http://127.0.0.1:9/v1' },
+    );
+    expect(run.code).toBe(2);
+    const lines = run.stderr
+      .trim()
+      .split('\n')
+      .filter((l) => l.startsWith('frognano:'));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('http://127.0.0.1:9/v1');
+  });
+
+  it('fails in one line when the model is not served there', async () => {
+    const repo = createPythonRepo(work);
+    model = await startScriptedModelServer({ models: ['some/other-model'] });
+    const run = await runCli(
+      [
+        'solve',
+        '--repo',
+        repo.dir,
+        '--issue',
+        'fix it',
+        '--sandbox',
+        'local',
+        '--out',
+        path.join(work, 'o'),
+      ],
+      { FROGNANO_MODEL_URL: model.baseUrl },
+    );
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('some/other-model');
+    expect(model.chatRequests).toHaveLength(0);
+  });
+
+  it.each([
+    [['--issue', 'x'], 'required option'],
+    [['--repo', '.'], 'exactly one of --issue-file <file> or --issue <text>'],
+    [
+      ['--repo', '/nonexistent/repo', '--issue', 'x', '--sandbox', 'local'],
+      'is not a git repository',
+    ],
+    [
+      ['--repo', '.', '--issue', 'x', '--max-steps', 'many'],
+      '--max-steps must be a positive whole number',
+    ],
+  ])('rejects bad input %j with one clear line', async (args, message) => {
+    const run = await runCli(['solve', ...args], { FROGNANO_MODEL_URL: 'http://127.0.0.1:9/v1' });
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toContain(message);
+  });
+});
+
+describeDocker('frognano solve with the Docker sandbox', () => {
+  it('runs the pipeline in a container and verifies the fix', async () => {
+    await ensureSandboxImage();
+    const repo = createPythonRepo(work);
+    model = await startScriptedModelServer({ script: fixingScript() });
+    const outDir = path.join(work, 'out');
+
+    const run = await runCli(
+      ['solve', '--repo', repo.dir, '--issue', ISSUE_TEXT, '--out', outDir],
+      { FROGNANO_MODEL_URL: model.baseUrl, FROGNANO_DATA_DIR: path.join(work, 'data') },
+    );
+
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).not.toContain('--sandbox local');
+    await expectOutputs(outDir);
+    await expectPatchFixesFreshClone(repo.dir, outDir);
+    // Other suites may have containers of their own running now: look only at solve's runs.
+    const docker = connectDocker();
+    const ours = await docker.listContainers({ all: true, filters: { label: [LABEL_RUN] } });
+    expect(ours.filter((c) => c.Labels[LABEL_RUN]?.startsWith('solve-'))).toEqual([]);
+  }, 240_000);
+});
