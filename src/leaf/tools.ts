@@ -250,6 +250,7 @@ async function bash(sandbox: Sandbox, args: PyDict): Promise<string> {
   if (!command) throw new PythonError('ValueError', 'command is required');
   const timeout = bashTimeoutSeconds(args);
   if (command.includes('\0')) throw new PythonError('ValueError', 'embedded null byte');
+  refuseOversizedTimeout(pyMax(0.1, timeout));
   const result = await sandbox.exec(command, {
     timeoutMs: pyMax(0.1, timeout) * 1000,
     maxOutputBytes: BASH_STREAM_CAP_BYTES,
@@ -259,6 +260,22 @@ async function bash(sandbox: Sandbox, args: PyDict): Promise<string> {
     return bashObservation(`Timed out after ${pyFormatFixed1(timeout)}s`, result, (text) => text);
   }
   return bashObservation(`Exit code: ${result.exitCode}`, result, translateNewlines);
+}
+
+/**
+ * subprocess.run waits with poll(), whose timeout must fit a C int of milliseconds; Python
+ * raises OverflowError at the first wait, right after starting the command. We refuse
+ * before starting it, with the same message.
+ */
+function refuseOversizedTimeout(seconds: number): void {
+  if (seconds === Number.POSITIVE_INFINITY) {
+    throw new PythonError('OverflowError', 'cannot convert float infinity to integer');
+  }
+  const milliseconds = Math.ceil(seconds * 1000);
+  if (milliseconds * 1e6 > 2 ** 63 - 1) {
+    throw new PythonError('OverflowError', 'timestamp too large to convert to C _PyTime_t');
+  }
+  if (milliseconds > 2 ** 31 - 1) throw new PythonError('OverflowError', 'timeout is too large');
 }
 
 function bashObservation(

@@ -658,6 +658,19 @@ describe.each(sandboxFactories)('tools on the $name sandbox', (factory: SandboxF
       expect(await run('Bash', { command: 'echo x', timeout: [1] })).toBe(
         "TypeError: float() argument must be a string or a real number, not 'list'",
       );
+      // poll() takes a C int of milliseconds: Python's OverflowErrors, in its words.
+      expect(await run('Bash', { command: 'echo x', timeout: 2147484000 })).toBe(
+        'OverflowError: timeout is too large',
+      );
+      expect(await run('Bash', { command: 'echo x', timeout: 1e13 })).toBe(
+        'OverflowError: timestamp too large to convert to C _PyTime_t',
+      );
+      expect(await run('Bash', { command: 'echo x', timeout: 'inf' })).toBe(
+        'OverflowError: cannot convert float infinity to integer',
+      );
+      expect(await run('Bash', { command: 'echo x', timeout: 2147483000 })).toBe(
+        'Exit code: 0\nSTDOUT:\nx\n\nSTDERR:\n',
+      );
     });
 
     it('kills the whole process group on timeout', async ({ skip }) => {
