@@ -177,6 +177,17 @@ describe.each(factories)('Sandbox conformance: $kind', (factory) => {
       expect(split.stdoutDroppedChars).toBe(94);
     });
 
+    it('refuses a NUL byte in a command as Python does', async () => {
+      await expect(sandbox.exec('echo a\0b')).rejects.toMatchObject({
+        pythonType: 'ValueError',
+        message: 'embedded null byte',
+      });
+      await expect(sandbox.readFile('a\0b')).rejects.toMatchObject({
+        pythonType: 'ValueError',
+        message: 'embedded null byte',
+      });
+    });
+
     it('runs concurrent commands independently', async () => {
       const [slow, fast] = await Promise.all([
         sandbox.exec('sleep 0.5; echo slow'),
@@ -416,6 +427,13 @@ describeDocker('DockerSandbox', () => {
       'printf "\\377\\377\\377\\377garbage" > /proc/$(pgrep -f frognano-tool-[h]elper | head -n 1)/fd/1; sleep 1',
     );
     expect(hostile.exitCode).toBe(-9);
+    expect((await sandbox.exec('echo fine')).stdout.toString()).toBe('fine\n');
+    // A well-framed message of the wrong shape is refused too.
+    const forged = await sandbox.exec(
+      `python3 -c 'import struct, subprocess; pid = subprocess.check_output(["pgrep", "-f", "frognano-tool-[h]elper"]).split()[0].decode(); body = b"{\\"id\\": \\"x\\", \\"ok\\": true}"; open("/proc/%s/fd/1" % pid, "wb").write(struct.pack(">I", len(body)) + body)'; sleep 1`,
+    );
+    expect(forged.exitCode).toBe(-9);
+    expect(forged.stderr.toString()).toContain('tool helper died');
     expect((await sandbox.exec('echo fine')).stdout.toString()).toBe('fine\n');
   });
 
