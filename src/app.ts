@@ -58,6 +58,8 @@ export interface RunningApp {
   /** Base URL of the HTTP server (absent in worker mode). */
   url?: string;
   config?: AppConfig;
+  /** The Probot instance receiving webhooks (absent in worker mode and while registering). */
+  probot?: Probot;
   queue?: RunQueue<IssueJob>;
   intake?: Intake;
   workers?: WorkerPool;
@@ -121,7 +123,8 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       throw new Error('APP_ID and PRIVATE_KEY (or PRIVATE_KEY_PATH) must be set to run workers');
     }
     log.warn('APP_ID or the private key is missing: serving the GitHub App registration flow');
-    const server = await runProbot(() => undefined, { env });
+    const port = config.port === 0 ? await freePort(config.host) : config.port;
+    const server = await runProbot(() => undefined, { env: { ...env, PORT: String(port) }, log });
     return {
       registering: true,
       url: `http://${server.host}:${server.port}`,
@@ -206,6 +209,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
   });
 
   let server: Server | undefined;
+  let probot: Probot | undefined;
   if (mode !== 'worker') {
     server = new Server({
       Probot: ProbotWithDefaults,
@@ -215,14 +219,16 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       webhookPath: config.webhookPath,
       webhookProxy: config.webhookProxyUrl,
     });
-    await server.load(
-      frognanoApp({
-        label: config.label,
-        intake,
-        log,
-        trajectoriesFrom: config.publicUrl ? config.dataDir : undefined,
-      }),
-    );
+    const appFn = frognanoApp({
+      label: config.label,
+      intake,
+      log,
+      trajectoriesFrom: config.publicUrl ? config.dataDir : undefined,
+    });
+    await server.load((app, appOptions) => {
+      probot = app;
+      return appFn(app, appOptions);
+    });
     await server.start();
     // Deliveries recorded before a crash but not yet handled.
     void intake.kick();
@@ -232,6 +238,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     registering: false,
     url: server ? `http://${server.host}:${server.port}` : undefined,
     config,
+    probot,
     queue,
     intake,
     workers,

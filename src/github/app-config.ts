@@ -84,7 +84,12 @@ export const AppEnv = z.object({
     .enum(['docker', 'local'], { message: 'must be docker or local' })
     .default('docker'),
   FROGNANO_BOT_NAME: z.string().trim().min(1).optional(),
-  FROGNANO_BOT_EMAIL: z.string().trim().email({ message: 'must be an e-mail address' }).optional(),
+  // Bot addresses look like 41898282+frognano[bot]@users.noreply.github.com: not RFC-strict.
+  FROGNANO_BOT_EMAIL: z
+    .string()
+    .trim()
+    .regex(/^[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+$/, { message: 'must be an e-mail address' })
+    .optional(),
 });
 export type AppEnv = z.infer<typeof AppEnv>;
 

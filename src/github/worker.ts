@@ -46,8 +46,9 @@ export interface WorkerDeps {
 /** REST calls kept back for the push (token), PR lookup/create, review request and final status. */
 const PUBLISH_RESERVE = 6;
 
+/** Where a run's trajectory is kept (outside the pipeline's work directories, which are reaped). */
 export function runOutDir(dataDir: string, runId: string): string {
-  return join(dataDir, 'runs', runId);
+  return join(dataDir, 'trajectories', runId);
 }
 
 export class WorkerPool {

@@ -1,5 +1,14 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  existsSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -74,7 +83,12 @@ describe('publishPatch (real git, real smart-HTTP server)', () => {
       .query({ head: 'octo:frognano/issue-5', state: 'open', per_page: 1 })
       .reply(200, [])
       .post('/repos/octo/calc/pulls', (b: Record<string, unknown>) => {
-        expect(b).toMatchObject({ head: 'frognano/issue-5', base: 'main', draft: true, body: 'Fixes #5.' });
+        expect(b).toMatchObject({
+          head: 'frognano/issue-5',
+          base: 'main',
+          draft: true,
+          body: 'Fixes #5.',
+        });
         expect(b.title).toBe('frognano: add() subtracts');
         return true;
       })
@@ -106,14 +120,21 @@ describe('publishPatch (real git, real smart-HTTP server)', () => {
       git: recordingGit(calls),
     });
     scope.done();
-    expect(result).toMatchObject({ branch: 'frognano/issue-5', prNumber: 12, created: true, reviewRequested: true });
+    expect(result).toMatchObject({
+      branch: 'frognano/issue-5',
+      prNumber: 12,
+      created: true,
+      reviewRequested: true,
+    });
     expect(minted).toBe(1);
 
     // The branch: one commit on top of the base, by the bot, co-authored, with the fix.
     const head = git(bare, 'rev-parse', 'refs/heads/frognano/issue-5').trim();
     expect(head).toBe(result.commit);
     expect(git(bare, 'rev-parse', `${head}^`).trim()).toBe(base);
-    expect(git(bare, 'log', '-1', '--format=%an <%ae>', head).trim()).toBe(`${bot.name} <${bot.email}>`);
+    expect(git(bare, 'log', '-1', '--format=%an <%ae>', head).trim()).toBe(
+      `${bot.name} <${bot.email}>`,
+    );
     expect(git(bare, 'log', '-1', '--format=%B', head)).toContain(
       'Co-authored-by: octocat <583231+octocat@users.noreply.github.com>',
     );
@@ -126,7 +147,9 @@ describe('publishPatch (real git, real smart-HTTP server)', () => {
       expect(call.args.join(' ')).not.toContain(TOKEN);
       expect(call.args.join(' ')).not.toContain(BASIC);
     }
-    const headerValues = calls.flatMap((c) => Object.values(c.env)).filter((v) => v?.includes(BASIC));
+    const headerValues = calls
+      .flatMap((c) => Object.values(c.env))
+      .filter((v) => v?.includes(BASIC));
     expect(headerValues.length).toBeGreaterThan(0);
     expect(logs).not.toContain(TOKEN);
     expect(logs).not.toContain(BASIC);
@@ -225,9 +248,14 @@ describe('gitEnvironment', () => {
   it('carries the header only for http(s) remotes, scoped to the origin, and no inherited git state', () => {
     const env = gitEnvironment('/tmp/h', 'https://ghe.example.com/o/r.git', TOKEN);
     const pairs = Object.fromEntries(
-      Array.from({ length: Number(env.GIT_CONFIG_COUNT) }, (_, i) => [env[`GIT_CONFIG_KEY_${i}`], env[`GIT_CONFIG_VALUE_${i}`]]),
+      Array.from({ length: Number(env.GIT_CONFIG_COUNT) }, (_, i) => [
+        env[`GIT_CONFIG_KEY_${i}`],
+        env[`GIT_CONFIG_VALUE_${i}`],
+      ]),
     );
-    expect(pairs['http.https://ghe.example.com/.extraHeader']).toBe(`Authorization: Basic ${BASIC}`);
+    expect(pairs['http.https://ghe.example.com/.extraHeader']).toBe(
+      `Authorization: Basic ${BASIC}`,
+    );
     expect(pairs['core.hooksPath']).toBe('/dev/null');
     expect(env.GIT_CONFIG_GLOBAL).toBe('/dev/null');
     expect(env.GIT_DIR).toBeUndefined();

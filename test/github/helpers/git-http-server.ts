@@ -13,7 +13,10 @@ export interface GitHttpServer {
   close(): Promise<void>;
 }
 
-export async function startGitHttpServer(projectRoot: string, token: string): Promise<GitHttpServer> {
+export async function startGitHttpServer(
+  projectRoot: string,
+  token: string,
+): Promise<GitHttpServer> {
   const expected = `Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`;
   const authorizations: (string | undefined)[] = [];
   const urls: string[] = [];

@@ -1,5 +1,14 @@
 // Webhook payloads for tests: real examples from @octokit/webhooks-examples, adjusted per test.
-import examples from '@octokit/webhooks-examples';
+import examplesModule from '@octokit/webhooks-examples';
+
+interface Definition {
+  name: string;
+  examples: unknown[];
+}
+// The package's main is a JSON array; its typings describe it as a default export.
+const examples: Definition[] = Array.isArray(examplesModule)
+  ? (examplesModule as unknown as Definition[])
+  : ((examplesModule as unknown as { default: Definition[] }).default ?? []);
 
 type Payload = Record<string, unknown> & {
   issue: Record<string, unknown>;

@@ -1,0 +1,275 @@
+// The whole App on real parts for end-to-end tests: startApp on a real port, the real run
+// pipeline (local or Docker sandbox) against the scripted model server, real git remotes under
+// file://, and GitHub's REST API mocked strictly with nock.
+import { execFileSync } from 'node:child_process';
+import { createHmac, randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import nock from 'nock';
+import pino from 'pino';
+import { startApp, type RunningApp } from '../../../src/app.js';
+import { reap } from '../../../src/runner/reap.js';
+import { connectDocker } from '../../../src/runner/docker-engine.js';
+import { runPipeline } from '../../../src/runner/run.js';
+import { createPythonRepo } from '../../support/python-repo.js';
+import {
+  startScriptedModelServer,
+  type ScriptedModelServer,
+  type ScriptStep,
+} from '../../support/scripted-model-server.js';
+import { API, FastOctokit, silentLog, testPrivateKey } from './github.js';
+
+export const SECRET = 'webhook-secret-for-tests';
+export const OWNER = 'Codertocat';
+export const REPO = 'Hello-World';
+export const REPO_PATH = `/repos/${OWNER}/${REPO}`;
+
+// The local sandbox runs `bash -lc`, whose profile may reset PATH: name the interpreter with pytest.
+export const PYTHON = execFileSync('python3', ['-c', 'import sys, pytest; print(sys.executable)'], {
+  encoding: 'utf8',
+}).trim();
+
+export interface HarnessOptions {
+  script?: ScriptStep[];
+  sandbox?: 'local' | 'docker';
+  concurrency?: number;
+  throttleMs?: number;
+  /** Reuse a data directory (restart tests). */
+  dataDir?: string;
+  /** Reuse a model server (restart tests). */
+  model?: ScriptedModelServer;
+  /** Reuse the repositories of an earlier harness. */
+  root?: string;
+  /** python for the repo's test command inside the sandbox (Docker: python3). */
+  python?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface Harness {
+  app: RunningApp;
+  url: string;
+  model: ScriptedModelServer;
+  root: string;
+  dataDir: string;
+  bare: string;
+  base: string;
+  deliver(event: string, payload: unknown, id?: string, signature?: string): Promise<number>;
+  /** Stops the app (and the model server unless it was passed in). */
+  stop(options?: { keepFiles?: boolean }): Promise<void>;
+}
+
+export function sign(body: string, secret = SECRET): string {
+  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const root = options.root ?? mkdtempSync(join(tmpdir(), 'frognano-app-'));
+  const bare = join(root, 'git', OWNER, `${REPO}.git`);
+  const python = options.python ?? PYTHON;
+  if (!options.root) {
+    const repo = createPythonRepo(join(root, 'src'), {
+      '.github/frognano.yml': `max_steps: 30\ntest: ${python} -m pytest\n`,
+    });
+    mkdirSync(join(root, 'git', OWNER), { recursive: true });
+    execFileSync('git', ['clone', '-q', '--bare', repo.dir, bare]);
+  }
+  const base = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: bare, encoding: 'utf8' }).trim();
+  const dataDir = options.dataDir ?? join(root, 'data');
+  const localTemp = join(root, 'sandboxes');
+  mkdirSync(localTemp, { recursive: true });
+  const model = options.model ?? (await startScriptedModelServer({ script: options.script ?? [] }));
+  const sandbox = options.sandbox ?? 'local';
+  const log = process.env.FROGNANO_TEST_LOG
+    ? pino({ level: 'debug' }, pino.destination(2))
+    : silentLog;
+  const app = await startApp({
+    mode: 'all',
+    log,
+    Octokit: FastOctokit,
+    pollMs: 50,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      APP_ID: '1',
+      PRIVATE_KEY: testPrivateKey(),
+      WEBHOOK_SECRET: SECRET,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      FROGNANO_DATA_DIR: dataDir,
+      FROGNANO_GIT_URL: `file://${join(root, 'git')}`,
+      FROGNANO_SANDBOX: sandbox,
+      FROGNANO_CONCURRENCY: String(options.concurrency ?? 1),
+      FROGNANO_STATUS_THROTTLE_MS: String(options.throttleMs ?? 0),
+      FROGNANO_BOT_NAME: 'frognano[bot]',
+      FROGNANO_BOT_EMAIL: '41898282+frognano[bot]@users.noreply.github.com',
+      FROGNANO_PUBLIC_URL: 'https://frognano.example.com',
+      LOG_LEVEL: 'silent',
+      ...options.env,
+    },
+    runPipeline: (request) =>
+      runPipeline(request, {
+        modelConfig: { baseUrl: model.baseUrl, maxRetries: 0 },
+        dataDir,
+        localTempRoot: localTemp,
+        logger: silentLog,
+        handleSignals: false,
+        snapshots: { enabled: false },
+      }),
+    reapOrphans: async (liveRunIds) => {
+      await reap(sandbox === 'docker' ? connectDocker() : undefined, {
+        liveRunIds,
+        workRoot: join(dataDir, 'runs'),
+        log: silentLog,
+      });
+    },
+  });
+  const url = app.url as string;
+  return {
+    app,
+    url,
+    model,
+    root,
+    dataDir,
+    bare,
+    base,
+    async deliver(event, payload, id = randomUUID(), signature) {
+      const body = JSON.stringify(payload);
+      const res = await fetch(`${url}/api/github/webhooks`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-github-event': event,
+          'x-github-delivery': id,
+          'x-hub-signature-256': signature ?? sign(body),
+        },
+        body,
+      });
+      await res.text();
+      return res.status;
+    },
+    async stop(stopOptions = {}) {
+      await app.stop();
+      if (!options.model) await model.close();
+      if (!stopOptions.keepFiles && !options.root) rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface GitHubMock {
+  /** `METHOD /path` of every request GitHub received, in order. */
+  calls: string[];
+  /** Bodies of status comment writes (create or edit), in order. */
+  statusBodies: string[];
+  /** Other comments posted (refusals, busy notices). */
+  comments: string[];
+  reactions: string[];
+  scope: nock.Scope;
+}
+
+/**
+ * The GitHub side of a run on Codertocat/Hello-World: token mints, permission (as given),
+ * reactions, the status comment (created as id 1001, then edited). Strict: anything else fails.
+ */
+export function mockGitHub(options: { permission?: string; reactions?: boolean } = {}): GitHubMock {
+  const mock: GitHubMock = {
+    calls: [],
+    statusBodies: [],
+    comments: [],
+    reactions: [],
+    scope: nock(API),
+  };
+  const scope = mock.scope;
+  scope.on('request', (req: { method: string; path: string }) => {
+    mock.calls.push(`${req.method} ${req.path.split('?')[0]}`);
+  });
+  scope
+    .post('/app/installations/1/access_tokens')
+    .reply(201, () => ({
+      token: `ghs_${randomUUID().replace(/-/g, '')}`,
+      expires_at: new Date(Date.now() + 3600_000).toISOString(),
+      permissions: { contents: 'write', issues: 'write', pull_requests: 'write', metadata: 'read' },
+      repository_selection: 'all',
+    }))
+    .persist();
+  scope
+    .get(new RegExp(`^${REPO_PATH}/collaborators/[^/]+/permission$`))
+    .reply(200, {
+      permission: options.permission ?? 'write',
+      role_name: options.permission ?? 'write',
+    })
+    .persist();
+  if (options.reactions === false) return mock;
+  scope
+    .post(new RegExp(`^${REPO_PATH}/(issues/\\d+|issues/comments/\\d+)/reactions$`))
+    .reply(201, (_uri: string, body: { content: string }) => {
+      mock.reactions.push(body.content);
+      return { id: 1, content: body.content };
+    })
+    .persist();
+  return mock;
+}
+
+/** The status comment: none yet (listed once, created as 1000 + N), then edited in place. */
+export function mockStatusComment(mock: GitHubMock, issueNumber = 1): void {
+  const id = 1000 + issueNumber;
+  mock.scope.get(`${REPO_PATH}/issues/${issueNumber}/comments`).query(true).reply(200, []);
+  mock.scope
+    .post(`${REPO_PATH}/issues/${issueNumber}/comments`, (b: { body: string }) =>
+      b.body.startsWith('<!-- frognano:status -->'),
+    )
+    .reply(201, (_uri: string, body: { body: string }) => {
+      mock.statusBodies.push(body.body);
+      return { id };
+    });
+  mock.scope
+    .patch(`${REPO_PATH}/issues/comments/${id}`)
+    .reply(200, (_uri: string, body: { body: string }) => {
+      mock.statusBodies.push(body.body);
+      return { id };
+    })
+    .persist();
+}
+
+/** Ordinary (non-status) comments on an issue. */
+export function mockPlainComments(mock: GitHubMock, issueNumber = 1, times = 1): void {
+  mock.scope
+    .post(
+      `${REPO_PATH}/issues/${issueNumber}/comments`,
+      (b: { body: string }) => !b.body.startsWith('<!--'),
+    )
+    .times(times)
+    .reply(201, (_uri: string, body: { body: string }) => {
+      mock.comments.push(body.body);
+      return { id: 2000 + mock.comments.length };
+    });
+}
+
+export async function waitFor(
+  check: () => boolean,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** A model step that waits until released: keeps a run "in flight". */
+export function gate(): { step: ScriptStep; release: () => void; reached: Promise<void> } {
+  let release!: () => void;
+  let reachedResolve!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  const reached = new Promise<void>((r) => (reachedResolve = r));
+  return {
+    step: async () => {
+      reachedResolve();
+      await released;
+      return { content: 'Nothing to change.' };
+    },
+    release,
+    reached,
+  };
+}
