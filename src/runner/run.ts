@@ -7,6 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
+import { loadProcessConfig } from '../config.js';
 import { log as defaultLogger } from '../log.js';
 import { runLeaf, type LeafRunResult } from '../leaf/loop.js';
 import type { Model } from '../leaf/model.js';
@@ -68,8 +69,9 @@ export interface PipelineDeps {
   cacheDir?: string;
   workRoot?: string;
   logger?: Logger;
-  /** The image when neither the caller nor the repo config names one. */
+  /** The image when neither the caller nor the repo config names one (default FROGNANO_SANDBOX_IMAGE). */
   defaultImage?: string;
+  /** Default: FROGNANO_SANDBOX_MEMORY, FROGNANO_SANDBOX_CPUS and FROGNANO_SANDBOX_PIDS from `env`. */
   sandboxLimits?: Partial<DockerSandboxLimits>;
   /** Setup snapshots (Docker only). Default enabled, keeping 10. */
   snapshots?: { enabled?: boolean; keep?: number };
@@ -251,7 +253,7 @@ export async function runPipeline(
           runId: request.runId,
           repo: snapshotRepo(request),
           network: setupNetwork && !hit ? 'bridge' : 'none',
-          limits: deps.sandboxLimits,
+          limits: deps.sandboxLimits ?? limitsFromEnv(env, log),
           logger: log,
         });
         sandbox = created;
@@ -296,7 +298,7 @@ export async function runPipeline(
           if (!run || run.timedOut)
             return `setup command ${index + 1} (${shortCommand(command)}) did not finish within the setup time limit`;
           if (run.exitCode !== 0)
-            return `setup command ${index + 1} (${shortCommand(command)}) failed with exit code ${run.exitCode}`;
+            return `setup command ${index + 1} (${shortCommand(command)}) failed with exit code ${run.exitCode}${limitNote(run)}`;
         }
         return undefined;
       });
@@ -471,6 +473,31 @@ async function saveSnapshot(
     log.info({ key, evicted: evicted.length }, 'setup snapshot saved');
   } catch (error) {
     log.warn({ key, err: errorText(error) }, 'setup snapshot failed');
+  }
+}
+
+/** The Docker sandbox tells when a limit, not the command itself, ended it. */
+function limitNote(run: ExecResult & { oomKilled?: boolean; pidsLimitHit?: boolean }): string {
+  if (run.oomKilled) return ' (out of memory: raise FROGNANO_SANDBOX_MEMORY)';
+  if (run.pidsLimitHit) return ' (process limit reached: raise FROGNANO_SANDBOX_PIDS)';
+  return '';
+}
+
+function limitsFromEnv(env: NodeJS.ProcessEnv, log: Logger): Partial<DockerSandboxLimits> {
+  try {
+    const config = loadProcessConfig(env);
+    return {
+      memoryBytes: config.FROGNANO_SANDBOX_MEMORY,
+      nanoCpus: Math.round(config.FROGNANO_SANDBOX_CPUS * 1e9),
+      pidsLimit: config.FROGNANO_SANDBOX_PIDS,
+    };
+  } catch (error) {
+    // Entry points validate the environment first; here a bad value falls back to defaults.
+    log.warn(
+      { err: errorText(error) },
+      'sandbox limits from the environment are invalid; using defaults',
+    );
+    return {};
   }
 }
 
