@@ -235,14 +235,34 @@ export class LocalSandbox implements Sandbox {
 
   async glob(pattern: string): Promise<GlobMatch[]> {
     const matches: GlobMatch[] = [];
-    for (const path of await pythonGlob(pattern, this.globFileSystem)) {
-      const target = this.absolute(path);
-      // Path.is_file(): follows symlinks; any error means "not a file".
-      const isFile = await stat(target).then(
-        (info) => info.isFile(),
-        () => false,
+    // Matches share their directories: look each prefix up once per call.
+    const symlinks = new Map<string, Promise<boolean | undefined>>();
+    const cached: RealpathFileSystem = {
+      isSymlink: (path) => {
+        let known = symlinks.get(path);
+        if (!known) {
+          known = realpathFileSystem.isSymlink(path);
+          symlinks.set(path, known);
+        }
+        return known;
+      },
+      readlink: realpathFileSystem.readlink,
+    };
+    const paths = await pythonGlob(pattern, this.globFileSystem);
+    // Batches keep libuv's thread pool busy without flooding it; order is preserved.
+    for (let start = 0; start < paths.length; start += 64) {
+      const batch = await Promise.all(
+        paths.slice(start, start + 64).map(async (path): Promise<GlobMatch | undefined> => {
+          const target = this.absolute(path);
+          // Path.is_file(): follows symlinks; any error means "not a file".
+          const isFile = await stat(target).then(
+            (info) => info.isFile(),
+            () => false,
+          );
+          return isFile ? { path, realPath: await pythonRealpath(target, cached) } : undefined;
+        }),
       );
-      if (isFile) matches.push({ path, realPath: await this.realPath(target) });
+      for (const match of batch) if (match) matches.push(match);
     }
     return matches;
   }
