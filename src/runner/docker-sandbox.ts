@@ -184,7 +184,8 @@ export async function createDockerSandbox(options: DockerSandboxOptions): Promis
     await container.start();
     await sandbox.startHelper();
   } catch (error) {
-    await sandbox.dispose();
+    // The reason it failed matters more than a failed cleanup (the reaper gets those).
+    await sandbox.dispose().catch(() => undefined);
     if (error instanceof HelperPythonMissing)
       throw new SandboxFailure(error.message, { cause: error });
     if (error instanceof SandboxFailure) throw error;
@@ -255,15 +256,17 @@ export class DockerSandbox implements Sandbox {
       timeoutMs: options.timeoutMs ?? null,
     };
     if (options.stdin !== undefined) {
-      if (options.stdin.length > MAX_TRANSFER_BYTES) {
+      const stdin =
+        typeof options.stdin === 'string'
+          ? Buffer.from(options.stdin, 'utf8')
+          : Buffer.from(options.stdin.buffer, options.stdin.byteOffset, options.stdin.byteLength);
+      if (stdin.length > MAX_TRANSFER_BYTES) {
         throw new PythonError(
           'OSError',
-          `[Errno 27] stdin too large for the sandbox transport (limit ${MAX_TRANSFER_BYTES} bytes)`,
+          `[Errno 27] stdin too large for the sandbox transport (${stdin.length} bytes; limit ${MAX_TRANSFER_BYTES})`,
         );
       }
-      payload.stdin = Buffer.from(
-        typeof options.stdin === 'string' ? Buffer.from(options.stdin, 'utf8') : options.stdin,
-      ).toString('base64');
+      payload.stdin = stdin.toString('base64');
     }
     if (options.signal?.aborted) {
       // As if started and killed at once: nothing ran, nothing to say.
