@@ -172,6 +172,26 @@ describe('prepareWorkspace', () => {
     expect(readdirSync(path.join(d.cacheDir, 'mirrors'))).toEqual([path.basename(a.mirror.dir)]);
   });
 
+  it('takes over a mirror lock left by a dead process', async () => {
+    const { bare } = makeRemote();
+    const d = dirs();
+    const first = await prepareWorkspace({ runId: 'l1', repo: bare, ...d });
+    await first.dispose();
+    const lock = `${first.mirror.dir}.lock`;
+    mkdirSync(lock);
+    writeFileSync(path.join(lock, 'owner'), '999999999 stale');
+    const again = await prepareWorkspace({ runId: 'l2', repo: bare, ...d, lockTimeoutMs: 5000 });
+    await again.dispose();
+    expect(existsSync(lock)).toBe(false);
+    // A live holder is waited for, up to the timeout.
+    mkdirSync(lock);
+    writeFileSync(path.join(lock, 'owner'), `${process.pid} other`);
+    await expect(
+      prepareWorkspace({ runId: 'l3', repo: bare, ...d, lockTimeoutMs: 300 }),
+    ).rejects.toThrow(/timed out waiting for the mirror lock/);
+    rmSync(lock, { recursive: true });
+  });
+
   it('never runs a hook planted in the source repository', async () => {
     const { bare } = makeRemote();
     const marker = path.join(temp('ws-hook-'), 'ran');
