@@ -19,9 +19,7 @@ export class PyJsonDecodeError extends Error {
 
 const WHITESPACE = /[ \t\n\r]*/y;
 const NUMBER = /(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?/y;
-// A JSON string literal as Python's strict scanner accepts it (no raw control characters).
-// eslint-disable-next-line no-control-regex -- these control characters are the point
-const STRING = /"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
+const ESCAPE = /\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})/y;
 
 /** Parses like Python's `json.loads(text)`; throws PyJsonDecodeError where Python raises. */
 export function pyJsonLoads(text: string): PyValue {
@@ -67,13 +65,27 @@ class Parser {
   }
 
   string(): string {
-    STRING.lastIndex = this.pos;
-    const match = STRING.exec(this.text);
-    if (!match) throw new PyJsonDecodeError('Invalid string', this.pos);
-    this.pos = STRING.lastIndex;
+    const { text } = this;
+    const start = this.pos;
+    // A scan instead of one big regex: V8's regex backtracking stack overflows on
+    // string literals of many megabytes.
+    let i = start + 1;
+    for (;;) {
+      const code = text.charCodeAt(i);
+      if (Number.isNaN(code) || code < 0x20) throw new PyJsonDecodeError('Invalid string', start);
+      if (code === 0x22) break;
+      if (code === 0x5c) {
+        ESCAPE.lastIndex = i;
+        if (!ESCAPE.test(text)) throw new PyJsonDecodeError('Invalid \\escape', i);
+        i = ESCAPE.lastIndex;
+      } else {
+        i++;
+      }
+    }
+    this.pos = i + 1;
     // The literal is valid JSON here, and JSON.parse decodes escapes (lone surrogates
     // included) exactly as Python does.
-    return JSON.parse(match[0]) as string;
+    return JSON.parse(text.slice(start, i + 1)) as string;
   }
 
   object(): PyDict {
