@@ -58,7 +58,15 @@ export async function createLocalSandbox(options: LocalSandboxOptions): Promise<
   try {
     const repoDir = join(root, 'repo');
     const homeDir = join(root, 'home');
-    await cp(options.sourceDir, repoDir, { recursive: true, verbatimSymlinks: true });
+    await cp(options.sourceDir, repoDir, {
+      recursive: true,
+      verbatimSymlinks: true,
+      // FIFOs, sockets and devices are no part of a repository, and fs.cp refuses them.
+      filter: async (path) => {
+        const info = await lstat(path);
+        return info.isFile() || info.isDirectory() || info.isSymbolicLink();
+      },
+    });
     await mkdir(homeDir);
     return new LocalSandbox(
       root,

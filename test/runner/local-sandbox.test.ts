@@ -1,6 +1,6 @@
 // LocalSandbox: isolation of the copy, process groups, output caps, environment, cleanup.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -75,6 +75,22 @@ describe('createLocalSandbox', () => {
     );
     expect(existsSync(path.join(source, 'new.txt'))).toBe(false);
     expect(execFileSync('git', ['log', '--format=%s'], { cwd: source }).toString()).toBe('init\n');
+  });
+
+  it('keeps modes and symlinks verbatim and skips special files', async () => {
+    const odd = mkdtempSync(path.join(tmpdir(), 'frognano-local-odd-'));
+    try {
+      writeFileSync(path.join(odd, 'run.sh'), '#!/bin/sh\necho ran\n', { mode: 0o755 });
+      symlinkSync('/nonexistent/abs', path.join(odd, 'abs-link'));
+      symlinkSync('run.sh', path.join(odd, 'rel-link'));
+      execFileSync('mkfifo', [path.join(odd, 'fifo')]);
+      const sb = await createLocalSandbox({ sourceDir: odd });
+      sandboxes.push(sb);
+      const result = await sb.exec('./rel-link; readlink abs-link; ls');
+      expect(result.stdout.toString()).toBe('ran\n/nonexistent/abs\nabs-link\nrel-link\nrun.sh\n');
+    } finally {
+      rmSync(odd, { recursive: true, force: true });
+    }
   });
 
   it('refuses a source that is not a directory', async () => {
