@@ -3,14 +3,15 @@
 // never on the user's working copy, and runs every command in its own process group so a
 // timeout or dispose() can kill everything the command started.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { constants as fsConstants } from 'node:fs';
 import { constants as osConstants, tmpdir } from 'node:os';
 import {
   cp,
   lstat,
   mkdir,
   mkdtemp,
+  open,
   opendir,
-  readFile,
   readlink,
   realpath,
   rm,
@@ -222,9 +223,9 @@ export class LocalSandbox implements Sandbox {
     refuseNul(path, 'embedded null byte');
     let data: Buffer;
     try {
-      data = await readFile(target);
+      data = await readWhole(target, path);
     } catch (error) {
-      throw pythonOSError(error, path);
+      throw error instanceof PythonError ? error : pythonOSError(error, path);
     }
     return { data, realPath: await this.realPath(target) };
   }
@@ -355,6 +356,44 @@ export function nodeGlobFileSystem(
             () => false,
           ),
   };
+}
+
+// Reading a device such as /dev/zero would grow without end (Python dies of MemoryError).
+const MAX_SPECIAL_FILE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * open() + read() as Python's read_text does them, but safe for the host: a directory is
+ * IsADirectoryError (Python checks after open), a FIFO without a writer reads as empty
+ * instead of blocking a thread forever, and an endless device stops with MemoryError.
+ */
+async function readWhole(target: string, shownPath: string): Promise<Buffer> {
+  const handle = await open(target, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+  try {
+    const info = await handle.stat();
+    if (info.isDirectory()) {
+      throw pythonOSError(Object.assign(new Error('EISDIR'), { code: 'EISDIR' }), shownPath);
+    }
+    if (info.isFile()) return await handle.readFile();
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.alloc(64 * 1024);
+      let bytesRead: number;
+      try {
+        ({ bytesRead } = await handle.read(chunk, 0, chunk.length, null));
+      } catch (error) {
+        if (errorCode(error) === 'EAGAIN') break;
+        throw error;
+      }
+      if (bytesRead === 0) break;
+      chunks.push(chunk.subarray(0, bytesRead));
+      total += bytesRead;
+      if (total > MAX_SPECIAL_FILE_BYTES) throw new PythonError('MemoryError', '');
+    }
+    return Buffer.concat(chunks, total);
+  } finally {
+    await handle.close();
+  }
 }
 
 /** Bytes kept up to a cap; beyond it only counted, as code points (UTF-8 lead bytes). */

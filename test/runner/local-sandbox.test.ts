@@ -227,6 +227,21 @@ describe('files', () => {
     });
   });
 
+  it('reads special files without hanging or exhausting memory', async () => {
+    const sb = await sandbox();
+    await sb.exec('mkfifo fifo');
+    expect((await sb.readFile('/dev/null')).data.length).toBe(0);
+    expect((await sb.readFile(`${sb.workdir}/fifo`)).data.length).toBe(0);
+    await expect(sb.readFile('/dev/zero')).rejects.toMatchObject({
+      pythonType: 'MemoryError',
+      message: '',
+    });
+    await expect(sb.readFile(sb.workdir)).rejects.toMatchObject({
+      pythonType: 'IsADirectoryError',
+      message: `[Errno 21] Is a directory: '${sb.workdir}'`,
+    });
+  });
+
   it('returns resolved paths, resolving as far as the path exists', async () => {
     const sb = await sandbox();
     await sb.exec('mkdir -p real/inner && ln -s real alias && echo x > real/inner/f');
