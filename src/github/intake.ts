@@ -78,6 +78,9 @@ export class Intake {
     const { log, queue } = this.deps;
     const budget = new RestBudget();
     const octokit = budget.attach(await this.deps.auth(decision.installationId));
+    // The installation token mint happens inside the auth strategy, unseen by the hook; count
+    // it as if it happened (it does unless a cached token is reused).
+    budget.spend();
     const ref = { owner: decision.owner, repo: decision.repo };
     const key = issueKey(decision);
     const who = decision.sender.login;
@@ -127,7 +130,7 @@ export class Intake {
       } else {
         await setStatus(renderStatus({ kind: 'cancelled', by: who }, { runId: cancelled.run.id }));
       }
-      if (cancelled) queue.addRestCalls(cancelled.run.id, budget.used);
+      if (cancelled) queue.addRestCalls(cancelled.run.id, budget.spent);
       return;
     }
 
@@ -172,7 +175,7 @@ export class Intake {
           state: enqueued.run.state === 'running' ? 'running' : 'queued',
         }).replace(/^<!--.*-->\n/, ''),
       });
-      queue.addRestCalls(enqueued.run.id, budget.used);
+      queue.addRestCalls(enqueued.run.id, budget.spent);
       return;
     }
     log.info({ runId: enqueued.run.id, key, position: enqueued.position }, 'run queued');
@@ -183,7 +186,7 @@ export class Intake {
         { runId: enqueued.run.id, trigger: triggerWords(decision) },
       ),
     );
-    queue.addRestCalls(enqueued.run.id, budget.used);
+    queue.addRestCalls(enqueued.run.id, budget.spent);
   }
 }
 

@@ -5,25 +5,35 @@ import type { GitHubClient } from './octokit.js';
 export const REST_CALLS_PER_RUN = 20;
 
 export class RestBudget {
-  #used: number;
+  #spent = 0;
+  readonly #before: () => number;
 
+  /**
+   * @param before calls made for this run elsewhere (a number, or read live: intake may still be
+   *   recording its calls when the worker starts)
+   */
   constructor(
     readonly limit = REST_CALLS_PER_RUN,
-    used = 0,
+    before: number | (() => number) = 0,
   ) {
-    this.#used = used;
+    this.#before = typeof before === 'number' ? () => before : before;
+  }
+
+  /** Calls spent through this budget object (what its owner must record). */
+  get spent(): number {
+    return this.#spent;
   }
 
   get used(): number {
-    return this.#used;
+    return this.#before() + this.#spent;
   }
 
   remaining(): number {
-    return Math.max(0, this.limit - this.#used);
+    return Math.max(0, this.limit - this.used);
   }
 
   spend(calls = 1): void {
-    this.#used += calls;
+    this.#spent += calls;
   }
 
   /** Counts every request made through this client (token mints go elsewhere: count them by hand). */

@@ -279,19 +279,26 @@ export class StatusReporter {
   #timer: NodeJS.Timeout | undefined;
   #chain: Promise<void> = Promise.resolve();
   #closed = false;
+  #intermediatePending = false;
 
   constructor(private readonly options: StatusReporterOptions) {}
 
   update(state: StatusState): void {
     if (this.#closed) return;
     this.#latest = state;
-    if (this.#timer) return;
+    if (this.#timer || this.#intermediatePending) return;
     const wait = Math.max(0, this.#lastSentAt + this.options.throttleMs - Date.now());
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
-      const latest = this.#latest;
-      if (!latest || this.options.budget.remaining() <= this.options.reserve) return;
-      this.#enqueueWrite(latest);
+      this.#intermediatePending = true;
+      this.#chain = this.#chain.then(async () => {
+        this.#intermediatePending = false;
+        const latest = this.#latest;
+        if (this.#closed || !latest) return;
+        // Checked at write time, under the issue's lock: earlier writes (ours and intake's)
+        // have spent their calls by now.
+        await this.#write(latest, () => this.options.budget.remaining() > this.options.reserve);
+      });
     }, wait);
     this.#timer.unref?.();
   }
@@ -311,29 +318,32 @@ export class StatusReporter {
   }
 
   #enqueueWrite(state: StatusState): void {
+    this.#chain = this.#chain.then(() => this.#write(state));
+  }
+
+  async #write(state: StatusState, allowed: () => boolean = () => true): Promise<void> {
     const serialize = this.options.serialize ?? ((write: () => Promise<void>) => write());
-    this.#chain = this.#chain.then(async () => {
-      const body = renderStatus(state, this.options.meta);
-      if (body === this.#lastBody) return;
-      try {
-        await serialize(async () => {
-          const id = await ensureStatusComment(
-            this.options.octokit,
-            this.options.issue,
-            body,
-            this.options.commentId(),
-          );
-          this.options.onCommentId?.(id);
-        });
+    const body = renderStatus(state, this.options.meta);
+    if (body === this.#lastBody) return;
+    try {
+      await serialize(async () => {
+        if (!allowed()) return;
+        const id = await ensureStatusComment(
+          this.options.octokit,
+          this.options.issue,
+          body,
+          this.options.commentId(),
+        );
+        this.options.onCommentId?.(id);
         this.#lastBody = body;
         this.#lastSentAt = Date.now();
-      } catch (error) {
-        // A status edit failing must not fail the run; the next edit tries again.
-        this.options.log.warn(
-          { err: error, issue: this.options.issue },
-          'status comment update failed',
-        );
-      }
-    });
+      });
+    } catch (error) {
+      // A status edit failing must not fail the run; the next edit tries again.
+      this.options.log.warn(
+        { err: error, issue: this.options.issue },
+        'status comment update failed',
+      );
+    }
   }
 }

@@ -137,7 +137,6 @@ export class WorkerPool {
     for (const run of [...requeued, ...failed]) {
       const key = issueKey(run.job);
       const budget = new RestBudget(undefined, run.restCalls);
-      const before = budget.used;
       try {
         const octokit = budget.attach(await deps.auth(run.job.installationId));
         const state: StatusState =
@@ -163,7 +162,7 @@ export class WorkerPool {
         });
         await reporter.finish(state);
       } finally {
-        deps.queue.addRestCalls(run.id, budget.used - before);
+        deps.queue.addRestCalls(run.id, budget.spent);
       }
     }
     if (requeued.length + failed.length > 0) {
@@ -195,8 +194,7 @@ export class WorkerPool {
       runId: record.id,
       issue: `${job.owner}/${job.repo}#${job.issueNumber}`,
     });
-    const budget = new RestBudget(undefined, record.restCalls);
-    const startUsed = budget.used;
+    const budget = new RestBudget(undefined, () => deps.queue.get(record.id)?.restCalls ?? 0);
     const octokit = budget.attach(await deps.auth(job.installationId));
     const issue = { owner: job.owner, repo: job.repo, issueNumber: job.issueNumber };
     const status = new StatusReporter({
@@ -294,12 +292,12 @@ export class WorkerPool {
     if (this.#stopped && signal.aborted && state !== 'done') {
       // Shutdown, not a cancel: the record stays `running`, so the next start requeues it once.
       await status.finish({ kind: 'interrupted' });
-      deps.queue.addRestCalls(record.id, budget.used - startUsed);
+      deps.queue.addRestCalls(record.id, budget.spent);
       log.info({ restCalls: budget.used }, 'run interrupted by shutdown');
       return;
     }
     await status.finish(final);
-    deps.queue.addRestCalls(record.id, budget.used - startUsed);
+    deps.queue.addRestCalls(record.id, budget.spent);
     deps.queue.finish(record.id, state, { outcome, summary: final.kind });
     log.info({ state, outcome, restCalls: budget.used }, 'run finished');
   }
