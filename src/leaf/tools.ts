@@ -52,11 +52,17 @@ export function parseToolArguments(raw: string | null | undefined): PyDict {
   }
 }
 
+export interface ExecuteToolOptions {
+  /** Cancels a running Bash command (its process group is killed). */
+  signal?: AbortSignal;
+}
+
 /** Runs one tool call and returns its observation. Throws only SandboxFailure. */
 export async function executeTool(
   sandbox: Sandbox,
   name: string,
   rawArguments: string | null | undefined,
+  options: ExecuteToolOptions = {},
 ): Promise<string> {
   const args = parseToolArguments(rawArguments);
   try {
@@ -70,7 +76,7 @@ export async function executeTool(
       case 'Glob':
         return await glob(sandbox, args);
       case 'Bash':
-        return await bash(sandbox, args);
+        return await bash(sandbox, args, options.signal);
       default:
         return `Unknown tool: ${name}`;
     }
@@ -245,7 +251,11 @@ export function bashTimeoutSeconds(args: PyDict): number {
   return pyMax(0.1, value > 1000 ? value / 1000 : value);
 }
 
-async function bash(sandbox: Sandbox, args: PyDict): Promise<string> {
+async function bash(
+  sandbox: Sandbox,
+  args: PyDict,
+  signal: AbortSignal | undefined,
+): Promise<string> {
   const command = pyStr(orElse(args, 'command', ''));
   if (!command) throw new PythonError('ValueError', 'command is required');
   const timeout = bashTimeoutSeconds(args);
@@ -254,6 +264,7 @@ async function bash(sandbox: Sandbox, args: PyDict): Promise<string> {
   const result = await sandbox.exec(command, {
     timeoutMs: pyMax(0.1, timeout) * 1000,
     maxOutputBytes: BASH_STREAM_CAP_BYTES,
+    ...(signal ? { signal } : {}),
   });
   if (result.timedOut) {
     // TimeoutExpired carries the raw bytes read so far: decoded, but no newline translation.

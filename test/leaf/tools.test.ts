@@ -700,6 +700,17 @@ describe.each(sandboxFactories)('tools on the $name sandbox', (factory: SandboxF
       );
     });
 
+    it('cancels a running command through the signal', async ({ skip }) => {
+      if (skipReason) skip();
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(), 200);
+      // Were the signal ignored, the minute-long sleep would run into the test timeout.
+      const observation = await executeTool(sb, 'Bash', '{"command": "sleep 60; echo done"}', {
+        signal: controller.signal,
+      });
+      expect(observation).not.toContain('done');
+    });
+
     it('runs str() of a non-string command', async ({ skip }) => {
       if (skipReason) skip();
       expect(await run('Bash', { command: 12, timeout: 10 })).toMatch(

@@ -162,10 +162,18 @@ describe('exec', () => {
 
   it('stops at the timeout even when a process outside the group holds the pipes', async () => {
     const sb = await sandbox();
-    const started = Date.now();
-    const result = await sb.exec('setsid sleep 3; echo never', { timeoutMs: 300 });
+    // The escaped sleep keeps stdout open for a minute: waiting for EOF would time the test out.
+    const result = await sb.exec(
+      "setsid sh -c 'echo $$ > ~/escaped.pid; exec sleep 60'; echo never",
+      {
+        timeoutMs: 300,
+      },
+    );
     expect(result.timedOut).toBe(true);
-    expect(Date.now() - started).toBeLessThan(2500);
+    expect(result.stdout.toString()).toBe('');
+    const escaped = Number(readFileSync(path.join(sb.homeDir, 'escaped.pid'), 'utf8'));
+    expect(processGone(escaped)).toBe(false);
+    process.kill(escaped, 'SIGKILL');
   });
 
   it('kills the group when the signal aborts', async () => {
