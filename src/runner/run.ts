@@ -320,7 +320,7 @@ export async function runPipeline(
     }
     if (test) {
       result.verifyBefore = await phase('verify-before', () =>
-        runTest(sandbox!, test, deps, signal),
+        runTest(sandbox!, test, 'verify-before', deps, signal),
       );
     }
     if (signal.aborted) return stop('cancelled', 'the run was cancelled');
@@ -382,7 +382,9 @@ export async function runPipeline(
 
     // 8. Verify-after on the patched tree (nothing to verify without a patch).
     if (test && leaf.patch !== '') {
-      result.verifyAfter = await phase('verify-after', () => runTest(sandbox!, test, deps, signal));
+      result.verifyAfter = await phase('verify-after', () =>
+        runTest(sandbox!, test, 'verify-after', deps, signal),
+      );
       if (signal.aborted) return stop('cancelled', 'the run was cancelled');
     }
 
@@ -434,6 +436,7 @@ export function taskText(
 async function runTest(
   sandbox: Sandbox,
   test: { command: string; source: 'config' | 'detected' },
+  phase: 'verify-before' | 'verify-after',
   deps: PipelineDeps,
   signal: AbortSignal,
 ): Promise<TestResult> {
@@ -441,6 +444,10 @@ async function runTest(
     timeoutMs: deps.testTimeoutMs ?? DEFAULT_TEST_TIMEOUT_MS,
     signal,
     maxOutputBytes: COMMAND_OUTPUT_BYTES,
+    // Python's bytecode cache trusts (mtime in whole seconds, size): an edit of the same
+    // size within the second of an earlier run would be tested as the OLD code. A fresh
+    // cache per verification neither reads stale bytecode nor leaves any in the tree.
+    env: { PYTHONPYCACHEPREFIX: `${sandbox.homeDir}/.cache/frognano-pycache/${phase}` },
   });
   return {
     command: test.command,
@@ -531,37 +538,59 @@ export function setupInstallsTree(setup: readonly string[]): boolean {
 const SANDBOX_GIT = 'git -c core.fsmonitor=false -c core.hooksPath=/dev/null';
 
 /**
- * What setup and verify-before left in the tree (an .egg-info, node_modules, __pycache__)
- * is not the agent's work: list it in the sandbox's .git/info/exclude so the patch
- * captured after the loop (`git add -A`) holds only the agent's changes.
+ * Caches and build products no reviewer wants in a pull request, wherever they appear
+ * (the agent's own test runs make them too). Only untracked files are affected: a
+ * repository that tracks such a file keeps it tracked.
+ */
+export const UNTRACKED_NOISE: readonly string[] = [
+  '__pycache__/',
+  '*.py[cod]',
+  '.pytest_cache/',
+  '.mypy_cache/',
+  '.ruff_cache/',
+  '.tox/',
+  '.nox/',
+  '.coverage',
+  '*.egg-info/',
+  'node_modules/',
+];
+
+/**
+ * What setup and verify-before left in the tree (an .egg-info, node_modules, a generated
+ * file) is not the agent's work: list it, and the usual caches, in the sandbox's
+ * .git/info/exclude so the patch captured after the loop (`git add -A`) holds only the
+ * agent's changes.
  */
 async function excludeUntracked(sandbox: Sandbox, signal: AbortSignal, log: Logger): Promise<void> {
   const list = await sandbox.exec(
     `${SANDBOX_GIT} ls-files -z --others --exclude-standard --directory`,
-    {
-      timeoutMs: 120_000,
-      signal,
-      maxOutputBytes: COMMAND_OUTPUT_BYTES,
-    },
+    { timeoutMs: 120_000, signal, maxOutputBytes: COMMAND_OUTPUT_BYTES },
   );
+  let paths: string[] = [];
   if (list.exitCode !== 0 || list.stdoutDroppedChars > 0) {
     log.warn(
       { exitCode: list.exitCode },
       'could not list setup outputs; they may show up in the patch',
     );
-    return;
+  } else {
+    paths = list.stdout
+      .toString('utf8')
+      .split('\0')
+      .filter((p) => p !== '');
   }
-  const paths = list.stdout
-    .toString('utf8')
-    .split('\0')
-    .filter((p) => p !== '');
-  if (paths.length === 0) return;
   // Anchored, with gitignore's special characters escaped: each line names exactly one path.
   const lines = paths.map(
     (p) => `/${p.replace(/[\\*?[\]]/g, (c) => `\\${c}`).replace(/ $/, '\\ ')}`,
   );
+  const text = [
+    '',
+    '# frognano: caches, and what setup and verify-before left; not part of the patch',
+    ...UNTRACKED_NOISE,
+    ...lines,
+    '',
+  ].join('\n');
   const write = await sandbox.exec('mkdir -p .git/info && cat >> .git/info/exclude', {
-    stdin: `\n# frognano: outputs of setup and verify-before, not part of the patch\n${lines.join('\n')}\n`,
+    stdin: text,
     timeoutMs: 60_000,
     signal,
   });

@@ -205,7 +205,7 @@ describe('runPipeline with the local sandbox', () => {
         finalAnswer('done'),
       ],
       extraFiles: {
-        '.github/frognano.yml': `setup:\n  - echo one > setup-ran.txt\n  - echo two >> setup-ran.txt\ntest: ${PYTEST} -q test_calc.py\n`,
+        '.github/frognano.yml': `setup:\n  - echo one > setup-ran.txt\n  - echo two >> setup-ran.txt\n  - echo x > "odd [1]*?.txt"\ntest: ${PYTEST} -q test_calc.py\n`,
       },
     });
     const result = await runPipeline(s.request, s.deps);
