@@ -624,8 +624,8 @@ describe.each(sandboxFactories)('tools on the $name sandbox', (factory: SandboxF
     it('times out after the given seconds with the raw output so far', async ({ skip }) => {
       if (skipReason) skip();
       expect(
-        await run('Bash', { command: "printf 'a\\r\\n'; echo e >&2; sleep 5", timeout: 0.5 }),
-      ).toBe('Timed out after 0.5s\nSTDOUT:\na\r\n\nSTDERR:\ne\n');
+        await run('Bash', { command: "printf 'a\\r\\n'; echo e >&2; sleep 10", timeout: 2 }),
+      ).toBe('Timed out after 2.0s\nSTDOUT:\na\r\n\nSTDERR:\ne\n');
       // 250 is read as seconds; 0.25 formats with ties-to-even, as Python's {:.1f}.
       expect(await run('Bash', { command: 'sleep 5', timeout: 0.25 })).toBe(
         'Timed out after 0.2s\nSTDOUT:\n\nSTDERR:\n',
@@ -677,13 +677,14 @@ describe.each(sandboxFactories)('tools on the $name sandbox', (factory: SandboxF
       if (skipReason) skip();
       const observation = await run('Bash', {
         command: 'sleep 30 & echo $! > ~/bg.pid; sleep 30',
-        timeout: 1,
+        timeout: 2,
       });
-      expect(observation).toBe('Timed out after 1.0s\nSTDOUT:\n\nSTDERR:\n');
+      expect(observation).toBe('Timed out after 2.0s\nSTDOUT:\n\nSTDERR:\n');
       expect(
         await run('Bash', {
           command:
-            'pid=$(cat ~/bg.pid); if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && ! grep -q "^State:.*Z" /proc/$pid/status; then echo alive; else echo gone; fi',
+            // A zombie waiting for its reaper counts as gone; give the kernel a moment.
+            'pid=$(cat ~/bg.pid); [ -n "$pid" ] || { echo nopid; exit; }; for i in $(seq 50); do if kill -0 "$pid" 2>/dev/null && ! grep -q "^State:.*Z" /proc/$pid/status 2>/dev/null; then sleep 0.1; else echo gone; exit; fi; done; echo alive',
         }),
       ).toBe('Exit code: 0\nSTDOUT:\ngone\n\nSTDERR:\n');
     });
@@ -692,8 +693,8 @@ describe.each(sandboxFactories)('tools on the $name sandbox', (factory: SandboxF
       skip,
     }) => {
       if (skipReason) skip();
-      expect(await run('Bash', { command: 'sleep 3 & echo started', timeout: 0.5 })).toBe(
-        'Timed out after 0.5s\nSTDOUT:\nstarted\n\nSTDERR:\n',
+      expect(await run('Bash', { command: 'sleep 10 & echo started', timeout: 2 })).toBe(
+        'Timed out after 2.0s\nSTDOUT:\nstarted\n\nSTDERR:\n',
       );
       expect(await run('Bash', { command: 'sleep 3 >/dev/null 2>&1 & echo detached' })).toBe(
         'Exit code: 0\nSTDOUT:\ndetached\n\nSTDERR:\n',

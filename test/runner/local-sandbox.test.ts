@@ -152,7 +152,7 @@ describe('exec', () => {
 
   it('kills the whole process group on timeout and keeps the output so far', async () => {
     const sb = await sandbox();
-    const result = await sb.exec('echo $$; sleep 30 & echo $!; wait', { timeoutMs: 500 });
+    const result = await sb.exec('echo $$; sleep 30 & echo $!; wait', { timeoutMs: 2000 });
     expect(result.timedOut).toBe(true);
     const [bash, child] = result.stdout.toString().trim().split('\n').map(Number);
     expect(bash).toBeGreaterThan(0);
