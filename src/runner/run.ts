@@ -246,16 +246,28 @@ export async function runPipeline(
           });
           snapshot = { key, hitImage: await findSnapshot(docker, key).catch(() => undefined) };
         }
-        const hit = snapshot?.hitImage !== undefined;
-        const created = await createDockerSandbox({
-          docker,
-          image: hit ? snapshotTag(snapshot!.key) : image,
-          runId: request.runId,
-          repo: snapshotRepo(request),
-          network: setupNetwork && !hit ? 'bridge' : 'none',
-          limits: deps.sandboxLimits ?? limitsFromEnv(env, log),
-          logger: log,
-        });
+        const start = (fromSnapshot: boolean) =>
+          createDockerSandbox({
+            docker,
+            image: fromSnapshot ? snapshotTag(snapshot!.key) : image,
+            runId: request.runId,
+            repo: snapshotRepo(request),
+            network: setupNetwork && !fromSnapshot ? 'bridge' : 'none',
+            limits: deps.sandboxLimits ?? limitsFromEnv(env, log),
+            logger: log,
+          });
+        let hit = snapshot?.hitImage !== undefined;
+        let created: DockerSandbox;
+        try {
+          created = await start(hit);
+        } catch (error) {
+          if (!hit) throw error;
+          // Evicted between lookup and start (another worker): a cold start still works.
+          log.warn({ err: errorText(error) }, 'setup snapshot unusable; running setup');
+          snapshot!.hitImage = undefined;
+          hit = false;
+          created = await start(false);
+        }
         sandbox = created;
         if (hit) {
           // The snapshot holds the tree of its own time: drop what git tracked then, keep

@@ -12,15 +12,21 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
+import tar from 'tar-stream';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { connectDocker } from '../../src/runner/docker-engine.js';
-import { LABEL_RUN } from '../../src/runner/docker-sandbox.js';
+import { DEFAULT_SANDBOX_IMAGE, LABEL_RUN } from '../../src/runner/docker-sandbox.js';
 import { runPipeline, type PipelineDeps } from '../../src/runner/run.js';
 import type { RunRequest } from '../../src/runner/run-types.js';
 import {
   SNAPSHOT_KEY_LABEL,
   SNAPSHOT_LABEL,
+  SNAPSHOT_REPOSITORY,
   SNAPSHOT_REPO_LABEL,
+  findSnapshot,
+  hashDependencyManifests,
+  setupInputs,
+  snapshotKey,
 } from '../../src/runner/snapshot-cache.js';
 import {
   describeDocker,
@@ -220,6 +226,57 @@ describeDocker('runPipeline with the Docker sandbox', () => {
     expect(third.snapshotHit).toBe(false);
     expect(third.timings.setup).toBeGreaterThan(0);
     expect(runsLeft()).toEqual([]);
+  });
+
+  it('falls back to a cold start when the snapshot it found cannot start', async () => {
+    const repo = createPythonRepo(mkdtempSync(path.join(root, 'broken-')), {
+      '.github/frognano.yml': 'setup: echo set-up > marker.txt\n',
+    });
+    snapshotRepos.push(repo.dir);
+    // A "snapshot" under the right key that is no usable image (no shell, no python).
+    const baseImageId = (await docker.getImage(DEFAULT_SANDBOX_IMAGE).inspect()).Id;
+    const manifests = await hashDependencyManifests(
+      repo.dir,
+      setupInputs(['echo set-up > marker.txt']),
+    );
+    const key = snapshotKey({
+      repo: repo.dir,
+      baseImageId,
+      setup: ['echo set-up > marker.txt'],
+      network: 'none',
+      manifestsHash: manifests.hash,
+    });
+    const pack = tar.pack();
+    pack.entry({ name: 'testbed/', type: 'directory' });
+    pack.finalize();
+    const stream = await docker.importImage(
+      pack as unknown as NodeJS.ReadableStream,
+      {
+        repo: SNAPSHOT_REPOSITORY,
+        tag: key,
+        changes: [`LABEL ${SNAPSHOT_LABEL}=1`, `LABEL ${SNAPSHOT_REPO_LABEL}=${repo.dir}`],
+      } as unknown as Record<string, unknown>,
+    );
+    await new Promise((resolve, reject) =>
+      docker.modem.followProgress(stream, (err) => (err ? reject(err) : resolve(undefined))),
+    );
+    expect(await findSnapshot(docker, key)).toMatch(/^sha256:/);
+    const m = await deps([toolCall('Bash', { command: 'cat marker.txt' }), finalAnswer('ok')]);
+    try {
+      const result = await runPipeline(
+        request(repo.dir, `t-broken-${Date.now()}`, path.join(root, 'out-broken')),
+        m.deps,
+      );
+      expect(result.error).toBeUndefined();
+      expect(result.snapshotHit).toBe(false);
+      expect(result.timings.setup).toBeGreaterThan(0);
+      expect(readFileSync(result.trajectoryPath!, 'utf8')).toContain('STDOUT:\\nset-up\\n');
+      // The broken image was replaced by a real snapshot of this setup.
+      const now = await docker.getImage(`${SNAPSHOT_REPOSITORY}:${key}`).inspect();
+      expect(now.Config?.User).toBe('1000:1000');
+    } finally {
+      await m.close();
+    }
   });
 
   it('gives setup the network only with `network: setup`, and cuts it before the agent', async () => {
