@@ -78,8 +78,12 @@ describeDocker('reap against the Docker engine', () => {
     const newImage = await commit();
     expect(oldImage).not.toBe(newImage);
     try {
+      // Other test files run their own containers on this engine right now: only the dead
+      // run of this test may be reaped, so every other run counts as live.
+      const others = await docker.listContainers({ all: true, filters: { label: [LABEL_RUN] } });
+      const running = others.map((c) => c.Labels[LABEL_RUN] ?? '').filter((id) => id !== deadId);
       const result = await reap(docker, {
-        liveRunIds: [liveId],
+        liveRunIds: [liveId, ...running],
         workRoot: path.join(root, 'docker-runs'),
         snapshotCap: Number.MAX_SAFE_INTEGER,
       });
