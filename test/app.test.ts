@@ -14,7 +14,8 @@ import {
   waitFor,
   type Harness,
 } from './github/helpers/app-harness.js';
-import { silentLog, useStrictNock } from './github/helpers/github.js';
+import { silentLog } from './github/helpers/github.js';
+import { useStrictNock } from './github/helpers/strict-nock.js';
 import { commentPayload, labeledPayload } from './github/helpers/payloads.js';
 
 useStrictNock();
@@ -116,7 +117,7 @@ describe('the webhook endpoint (real HTTP server)', () => {
     expect(
       gh.calls.filter((c) => c.startsWith('POST /repos/Codertocat/Hello-World/issues/1/comments')),
     ).toHaveLength(1);
-    expect(harness.model.chatRequests).toHaveLength(1);
+    expect(harness.model!.chatRequests).toHaveLength(1);
   });
 });
 
@@ -136,7 +137,7 @@ describe('triggers through probot.receive()', () => {
     ]);
     expect(gh.reactions).toEqual([]);
     expect(harness.app.queue!.list()).toEqual([]);
-    expect(harness.model.chatRequests).toHaveLength(0);
+    expect(harness.model!.chatRequests).toHaveLength(0);
   });
 
   it('ignores bots (ourselves included), other labels and edited comments without any API call', async () => {

@@ -16,7 +16,7 @@ import {
   startHarness,
   type Harness,
 } from './helpers/app-harness.js';
-import { useStrictNock } from './helpers/github.js';
+import { useStrictNock } from './helpers/strict-nock.js';
 import { labeledPayload } from './helpers/payloads.js';
 
 useStrictNock();
@@ -86,7 +86,7 @@ async function journey(sandbox: 'local' | 'docker', python: string): Promise<voi
   const runId = run!.id;
 
   // The model saw the sanitized issue: no hidden comment, no invisible characters.
-  const task = JSON.stringify(harness.model.chatRequests[0]?.body?.messages?.[1]);
+  const task = JSON.stringify(harness.model!.chatRequests[0]?.body?.messages?.[1]);
   expect(task).toContain('add() subtracts instead of adding');
   expect(task).toContain('Zerowidth and bidi are stripped.');
   expect(task).not.toContain('SSH key');

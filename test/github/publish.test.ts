@@ -17,7 +17,8 @@ import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { gitEnvironment, publishPatch, runGit, type GitRunner } from '../../src/github/publish.js';
 import { createPythonRepo, FIXED_CALC, git } from '../support/python-repo.js';
-import { API, testOctokit, useStrictNock } from './helpers/github.js';
+import { API, testOctokit } from './helpers/github.js';
+import { useStrictNock } from './helpers/strict-nock.js';
 import { startGitHttpServer, type GitHttpServer } from './helpers/git-http-server.js';
 
 useStrictNock();

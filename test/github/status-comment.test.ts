@@ -8,7 +8,8 @@ import {
   STATUS_MARKER,
   StatusReporter,
 } from '../../src/github/status-comment.js';
-import { API, silentLog, testOctokit, useStrictNock } from './helpers/github.js';
+import { API, silentLog, testOctokit } from './helpers/github.js';
+import { useStrictNock } from './helpers/strict-nock.js';
 import { runResult } from './helpers/run-result.js';
 
 useStrictNock();

@@ -39,6 +39,8 @@ export interface HarnessOptions {
   dataDir?: string;
   /** Reuse a model server (restart tests). */
   model?: ScriptedModelServer;
+  /** Use a model server running elsewhere (the restart test's child process). */
+  modelUrl?: string;
   /** Reuse the repositories of an earlier harness. */
   root?: string;
   /** python for the repo's test command inside the sandbox (Docker: python3). */
@@ -49,7 +51,7 @@ export interface HarnessOptions {
 export interface Harness {
   app: RunningApp;
   url: string;
-  model: ScriptedModelServer;
+  model: ScriptedModelServer | undefined;
   root: string;
   dataDir: string;
   bare: string;
@@ -78,7 +80,12 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const dataDir = options.dataDir ?? join(root, 'data');
   const localTemp = join(root, 'sandboxes');
   mkdirSync(localTemp, { recursive: true });
-  const model = options.model ?? (await startScriptedModelServer({ script: options.script ?? [] }));
+  const model =
+    options.model ??
+    (options.modelUrl
+      ? undefined
+      : await startScriptedModelServer({ script: options.script ?? [] }));
+  const modelUrl = options.modelUrl ?? (model as ScriptedModelServer).baseUrl;
   const sandbox = options.sandbox ?? 'local';
   const log = process.env.FROGNANO_TEST_LOG
     ? pino({ level: 'debug' }, pino.destination(2))
@@ -109,7 +116,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     },
     runPipeline: (request) =>
       runPipeline(request, {
-        modelConfig: { baseUrl: model.baseUrl, maxRetries: 0 },
+        modelConfig: { baseUrl: modelUrl, maxRetries: 0 },
         dataDir,
         localTempRoot: localTemp,
         logger: silentLog,
@@ -150,7 +157,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     },
     async stop(stopOptions = {}) {
       await app.stop();
-      if (!options.model) await model.close();
+      if (!options.model) await model?.close();
       if (!stopOptions.keepFiles && !options.root) rmSync(root, { recursive: true, force: true });
     },
   };
@@ -171,7 +178,9 @@ export interface GitHubMock {
  * The GitHub side of a run on Codertocat/Hello-World: token mints, permission (as given),
  * reactions, the status comment (created as id 1001, then edited). Strict: anything else fails.
  */
-export function mockGitHub(options: { permission?: string; reactions?: boolean } = {}): GitHubMock {
+export function mockGitHub(
+  options: { permission?: string | false; reactions?: boolean } = {},
+): GitHubMock {
   const mock: GitHubMock = {
     calls: [],
     statusBodies: [],
@@ -192,13 +201,13 @@ export function mockGitHub(options: { permission?: string; reactions?: boolean }
       repository_selection: 'all',
     }))
     .persist();
-  scope
-    .get(new RegExp(`^${REPO_PATH}/collaborators/[^/]+/permission$`))
-    .reply(200, {
-      permission: options.permission ?? 'write',
-      role_name: options.permission ?? 'write',
-    })
-    .persist();
+  if (options.permission !== false) {
+    const permission = options.permission ?? 'write';
+    scope
+      .get(new RegExp(`^${REPO_PATH}/collaborators/[^/]+/permission$`))
+      .reply(200, { permission, role_name: permission })
+      .persist();
+  }
   if (options.reactions === false) return mock;
   scope
     .post(new RegExp(`^${REPO_PATH}/(issues/\\d+|issues/comments/\\d+)/reactions$`))

@@ -1,0 +1,171 @@
+// A process killed mid-run (SIGKILL: no cleanup at all) and restarted: the orphaned container
+// is reaped, the run is requeued once, and the status comment tells the truth throughout.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { afterEach, expect, it } from 'vitest';
+import { connectDocker } from '../../src/runner/docker-engine.js';
+import { LABEL_RUN } from '../../src/runner/docker-sandbox.js';
+import { describeDocker, ensureSandboxImage } from '../support/docker-engine.js';
+import { createPythonRepo } from '../support/python-repo.js';
+import { finalAnswer, startScriptedModelServer } from '../support/scripted-model-server.js';
+import {
+  gate,
+  mockGitHub,
+  OWNER,
+  REPO,
+  startHarness,
+  waitFor,
+  type Harness,
+} from './helpers/app-harness.js';
+import { useStrictNock } from './helpers/strict-nock.js';
+
+useStrictNock();
+
+let child: ChildProcess | undefined;
+let harness: Harness | undefined;
+const cleanups: (() => void | Promise<void>)[] = [];
+afterEach(async () => {
+  child?.kill('SIGKILL');
+  await harness?.stop({ keepFiles: true });
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function containersOf(runId: string): Promise<string[]> {
+  const list = await connectDocker().listContainers({
+    all: true,
+    filters: { label: [`${LABEL_RUN}=${runId}`] },
+  });
+  return list.map((c) => c.Id);
+}
+
+describeDocker('restart after a crash (real Docker, real process kill)', () => {
+  it('reaps the orphaned container, requeues the run once and keeps the status comment truthful', async () => {
+    await ensureSandboxImage();
+    const root = mkdtempSync(join(tmpdir(), 'frognano-crash-'));
+    cleanups.push(() => rmSync(root, { recursive: true, force: true }));
+    const repo = createPythonRepo(join(root, 'src'), {
+      '.github/frognano.yml': 'max_steps: 5\ntest: python3 -m pytest\n',
+    });
+    mkdirSync(join(root, 'git', OWNER), { recursive: true });
+    execFileSync('git', [
+      'clone',
+      '-q',
+      '--bare',
+      repo.dir,
+      join(root, 'git', OWNER, `${REPO}.git`),
+    ]);
+    const dataDir = join(root, 'data');
+    const held = gate();
+    const model = await startScriptedModelServer({
+      script: [held.step, finalAnswer('Nothing needed changing.')],
+    });
+    cleanups.push(() => model.close());
+
+    // 1. The App in its own process takes the label and starts the run.
+    const statuses: string[] = [];
+    child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        join(import.meta.dirname, 'helpers', 'app-process.ts'),
+        root,
+        dataDir,
+        model.baseUrl,
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: { ...process.env, CI: process.env.CI ?? '' },
+      },
+    );
+    let buffered = '';
+    child.stdout!.on('data', (b: Buffer) => {
+      buffered += b.toString();
+      const lines = buffered.split('\n');
+      buffered = lines.pop() ?? '';
+      for (const line of lines) {
+        const parsed = JSON.parse(line) as { status?: string };
+        if (parsed.status) statuses.push(parsed.status);
+      }
+    });
+    // The agent loop is waiting on the model: the container is up.
+    let reached = false;
+    void held.reached.then(() => (reached = true));
+    await waitFor(
+      () => reached || statuses.some((s) => s.includes('the run failed')),
+      'the model request',
+      60_000,
+    );
+    expect(statuses.join('\n')).not.toContain('the run failed');
+    await waitFor(
+      () => statuses.some((s) => s.includes('the model is working')),
+      'the running status',
+      30_000,
+    );
+
+    // 2. Kill it without any chance to clean up.
+    const exited = new Promise((r) => child!.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+    child = undefined;
+
+    const probe = await startHarnessQueueView(dataDir);
+    const runId = probe.runId;
+    expect(probe.state).toBe('running');
+    expect(await containersOf(runId)).toHaveLength(1); // orphaned
+
+    // 3. Restart in this process: recovery reaps, requeues once, says so, and the run completes.
+    const gh = mockGitHub({ reactions: false, permission: false });
+    mockStatusCommentEdits(gh);
+    harness = await startHarness({
+      root,
+      dataDir,
+      model,
+      sandbox: 'docker',
+      python: 'python3',
+      throttleMs: 0,
+    });
+    expect(await containersOf(runId)).toEqual([]);
+    await harness.app.workers!.idle();
+
+    expect(gh.statusBodies[0]).toContain(
+      'the previous attempt was interrupted by a restart; queued again (position 1).',
+    );
+    const last = gh.statusBodies.at(-1) ?? '';
+    expect(gh.statusBodies.filter((b) => b.includes('the run failed'))).toEqual([]);
+    expect(last).toContain('no pull request: the model finished without changing any file.');
+    expect(last).toContain('> Nothing needed changing.');
+    expect(harness.app.queue!.get(runId)).toMatchObject({
+      state: 'done',
+      attempts: 2,
+      outcome: 'no_change',
+    });
+    expect(await containersOf(runId)).toEqual([]);
+  }, 120_000);
+});
+
+/** Reads the run left behind by the killed process straight from its SQLite file. */
+async function startHarnessQueueView(dataDir: string): Promise<{ runId: string; state: string }> {
+  const { RunQueue } = await import('../../src/runner/queue.js');
+  const q = RunQueue.open({ dataDir, concurrency: 1 });
+  try {
+    const [run] = q.list();
+    return { runId: run!.id, state: run!.state };
+  } finally {
+    q.close();
+  }
+}
+
+function mockStatusCommentEdits(gh: ReturnType<typeof mockGitHub>): void {
+  // The comment id was learned by the killed process and kept in SQLite: edits only, no listing.
+  gh.scope
+    .patch('/repos/Codertocat/Hello-World/issues/comments/1001')
+    .reply(200, (_uri: string, body: { body: string }) => {
+      gh.statusBodies.push(body.body);
+      return { id: 1001 };
+    })
+    .persist();
+}
