@@ -1,6 +1,5 @@
 // GitHub clients and keys for tests (no vitest imports: the restart test loads this in a child process).
 import { generateKeyPairSync } from 'node:crypto';
-import nock from 'nock';
 import pino from 'pino';
 import { ProbotOctokit } from 'probot';
 import type { GitHubClient } from '../../../src/github/octokit.js';
