@@ -25,6 +25,9 @@ import {
 } from './tool-helper-channel.js';
 
 /** Built by sandbox/Dockerfile, or offline by sandbox/build-offline.sh (same name). */
+// Delays between helper restart attempts; `undefined` marks the last attempt.
+const RESTART_BACKOFF_MS: readonly (number | undefined)[] = [250, 1000, undefined];
+
 export const DEFAULT_SANDBOX_IMAGE = 'frognano/sandbox:py3';
 export const LABEL_RUN = 'frognano.run';
 export const LABEL_REPO = 'frognano.repo';
@@ -587,10 +590,16 @@ export class DockerSandbox implements Sandbox {
       );
     }
     this.helperRestarts += 1;
-    try {
-      await this.getHelper();
-    } catch (restartError) {
-      throw this.fatal(restartError);
+    // Right after an OOM kill the cgroup can still be reclaiming memory and refuse a new
+    // exec for a moment; a short back-off tells that apart from a container that is gone.
+    for (const delayMs of RESTART_BACKOFF_MS) {
+      try {
+        await this.getHelper();
+        return;
+      } catch (restartError) {
+        if (this.disposed || delayMs === undefined) throw this.fatal(restartError);
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+      }
     }
   }
 
