@@ -2,7 +2,7 @@
 // (triggers.ts) and records the delivery (queue); intake, workers and publishing do the rest.
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import {
@@ -210,6 +210,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
 
   let server: Server | undefined;
   let probot: Probot | undefined;
+  let httpServer: HttpServer | undefined;
   if (mode !== 'worker') {
     server = new Server({
       Probot: ProbotWithDefaults,
@@ -229,7 +230,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       probot = app;
       return appFn(app, appOptions);
     });
-    await server.start();
+    httpServer = await server.start();
     // Deliveries recorded before a crash but not yet handled.
     void intake.kick();
   }
@@ -243,8 +244,11 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     intake,
     workers,
     async stop() {
-      await server?.stop();
-      await intake.idle();
+      // Idle keep-alive connections would hold close() open until they time out.
+      const closing = server?.stop();
+      httpServer?.closeIdleConnections();
+      await closing;
+      await intake.stop();
       await workers?.stop();
       queue.close();
     },

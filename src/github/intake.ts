@@ -33,6 +33,7 @@ export interface IntakeDeps {
 export class Intake {
   #draining: Promise<void> | undefined;
   #again = false;
+  #stopped = false;
 
   constructor(private readonly deps: IntakeDeps) {}
 
@@ -40,12 +41,13 @@ export class Intake {
   accept(deliveryId: string, decision: AcceptedTrigger): 'accepted' | 'duplicate' {
     const fresh = this.deps.queue.recordDelivery(deliveryId, decision.kind, decision);
     if (!fresh) return 'duplicate';
-    this.kick();
+    void this.kick();
     return 'accepted';
   }
 
   /** Handles every pending delivery; concurrent calls coalesce into one drain. */
   kick(): Promise<void> {
+    if (this.#stopped) return Promise.resolve();
     if (this.#draining) {
       this.#again = true;
       return this.#draining;
@@ -54,6 +56,7 @@ export class Intake {
       do {
         this.#again = false;
         for (const pending of this.deps.queue.pendingDeliveries()) {
+          if (this.#stopped) return;
           try {
             await this.#handle(pending.deliveryId, pending.payload as AcceptedTrigger);
             this.deps.queue.completeDelivery(pending.deliveryId);
@@ -67,6 +70,12 @@ export class Intake {
       this.#draining = undefined;
     });
     return this.#draining;
+  }
+
+  /** Stops after the delivery in hand; the rest stay pending in the database for the next start. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await this.idle();
   }
 
   /** Resolves when no delivery is being handled (tests, shutdown). */
