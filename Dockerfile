@@ -1,0 +1,42 @@
+# The frognano-bot App: webhook server and workers in one process (`frognano start`).
+# Sandboxes are sibling containers on the Docker engine named by DOCKER_HOST; see
+# docs/github-app.md for the trade-off of giving this container the engine's socket.
+#
+#   docker build -t frognano-bot .
+#   docker run -d --name frognano --env-file .env -p 3000:3000 -v frognano-data:/data \
+#     -v /var/run/docker.sock:/var/run/docker.sock --group-add "$(stat -c %g /var/run/docker.sock)" \
+#     frognano-bot
+
+FROM node:24-slim AS deps
+WORKDIR /app
+# better-sqlite3 ships prebuilt binaries; the toolchain is only the fallback for other platforms.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund
+
+FROM node:24-slim
+# git: cloning and publishing happen on the host side (here), never inside a sandbox.
+# tini: signals reach node, so a stop lets runs clean up their containers.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends git ca-certificates tini \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json app.yml tsconfig.json ./
+COPY bin ./bin
+COPY src ./src
+RUN mkdir -p /data && chown node:node /data
+# The image's own `node` user (uid 1000): the App needs no root. Docker access comes from the
+# engine named by DOCKER_HOST (the mounted socket's group, or a remote engine).
+USER node
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=3000 \
+    FROGNANO_DATA_DIR=/data \
+    DOCKER_HOST=unix:///var/run/docker.sock
+VOLUME ["/data"]
+EXPOSE 3000
+ENTRYPOINT ["/usr/bin/tini", "--"]
+CMD ["node", "bin/frognano.js", "start"]
