@@ -47,6 +47,8 @@ const DEFAULT_MAX_OUTPUT_BYTES = MiB;
 const MAX_OUTPUT_BYTES_LIMIT = 32 * MiB;
 /** Largest file or stdin sent through the helper (as for reads). */
 const MAX_TRANSFER_BYTES = 64 * MiB;
+/** setTimeout fires at once for delays above 2^31-1 ms, so longer waits are re-armed. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 /** A helper that keeps dying is a broken sandbox, not bad luck. */
 const MAX_HELPER_RESTARTS = 20;
 
@@ -287,7 +289,13 @@ export class DockerSandbox implements Sandbox {
     let watchdog: NodeJS.Timeout | undefined;
     const armWatchdog = (afterMs: number) => {
       clearTimeout(watchdog);
-      watchdog = setTimeout(() => void this.rescue(helper, pgid, command), afterMs);
+      const due = Date.now() + afterMs;
+      const fire = (): void => {
+        const left = due - Date.now();
+        if (left > 0) watchdog = setTimeout(fire, Math.min(left, MAX_TIMER_MS));
+        else void this.rescue(helper, pgid, command);
+      };
+      watchdog = setTimeout(fire, Math.min(afterMs, MAX_TIMER_MS));
     };
     const onAbort = () => {
       cancelRequested = true;

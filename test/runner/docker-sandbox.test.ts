@@ -453,6 +453,19 @@ describeDocker('DockerSandbox', () => {
     }
   });
 
+  it('lets a command with a timeout near the 2^31-1 ms timer limit finish (no early watchdog)', async () => {
+    // timeout + grace exceeds what setTimeout accepts; Node would fire such a timer at once.
+    const extra = await createDockerSandbox({ runId, execGraceMs: 500 });
+    try {
+      const result = await extra.exec('sleep 2; echo done', { timeoutMs: 2_147_483_600 });
+      expect(result.stderr.toString()).toBe('');
+      expect(result.stdout.toString()).toBe('done\n');
+      expect(result.exitCode).toBe(0);
+    } finally {
+      await extra.dispose();
+    }
+  });
+
   it('reports OOM and pids-limit hits on the exec result', async () => {
     const hog = await sandbox.exec('python3 -c "b = bytearray(2 * 1024 ** 3)"', {
       timeoutMs: 20_000,
