@@ -22,8 +22,11 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Sandbox } from '../../src/leaf/sandbox.js';
 import { executeTool } from '../../src/leaf/tools.js';
 import { createLocalSandbox, type LocalSandbox } from '../../src/runner/local-sandbox.js';
+import { dockerSandboxFactory } from '../support/docker-sandbox-factory.js';
+import { dockerReady } from '../support/docker-engine.js';
 
 const runner = process.env.LEAF_REFERENCE_RUNNER;
 if (!runner) {
@@ -278,25 +281,30 @@ function snapshot(dir: string): string[] {
   return out;
 }
 
+function makeSource(): string {
+  const src = mkdtempSync(path.join(tmpdir(), 'frognano-reference-src-'));
+  for (const [file, content] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(src, file)), { recursive: true });
+    writeFileSync(path.join(src, file), content);
+  }
+  symlinkSync('src', path.join(src, 'ln'));
+  symlinkSync('.', path.join(src, 'loopdir', 'again'));
+  symlinkSync('loop2', path.join(src, 'loop1'));
+  symlinkSync('loop1', path.join(src, 'loop2'));
+  symlinkSync('/etc/hostname', path.join(src, 'outside'));
+  for (let i = 0; i < 1005; i++) {
+    mkdirSync(path.join(src, 'many'), { recursive: true });
+    writeFileSync(path.join(src, 'many', `f${i}.txt`), '');
+  }
+  return src;
+}
+
 describe.skipIf(!runner)('executeTool against Leaf tool_runner.py', () => {
   let src: string;
   let sb: LocalSandbox;
 
   beforeAll(async () => {
-    src = mkdtempSync(path.join(tmpdir(), 'frognano-reference-src-'));
-    for (const [file, content] of Object.entries(files)) {
-      mkdirSync(path.dirname(path.join(src, file)), { recursive: true });
-      writeFileSync(path.join(src, file), content);
-    }
-    symlinkSync('src', path.join(src, 'ln'));
-    symlinkSync('.', path.join(src, 'loopdir', 'again'));
-    symlinkSync('loop2', path.join(src, 'loop1'));
-    symlinkSync('loop1', path.join(src, 'loop2'));
-    symlinkSync('/etc/hostname', path.join(src, 'outside'));
-    for (let i = 0; i < 1005; i++) {
-      mkdirSync(path.join(src, 'many'), { recursive: true });
-      writeFileSync(path.join(src, 'many', `f${i}.txt`), '');
-    }
+    src = makeSource();
     sb = await createLocalSandbox({ sourceDir: src });
   });
 
@@ -341,3 +349,71 @@ describe.skipIf(!runner)('executeTool against Leaf tool_runner.py', () => {
     expect(snapshot(sb.workdir)).toEqual(referenceTree);
   }, 120_000);
 });
+
+// The same comparison inside the hardened container: the reference runs under the image's own
+// python3 as the sandbox user, executeTool goes through DockerSandbox's tool helper.
+describe.skipIf(!runner || !dockerReady)(
+  'executeTool on DockerSandbox against Leaf tool_runner.py',
+  () => {
+    const pristine = '/tmp/leafdiff-src';
+    const runnerCopy = '/tmp/leafdiff-runner.py';
+    let src: string;
+    let sb: Sandbox;
+
+    beforeAll(async () => {
+      src = makeSource();
+      sb = await dockerSandboxFactory.create(src);
+      const copy = await sb.exec(`mkdir -p ${pristine} && cp -a ${sb.workdir}/. ${pristine}/`);
+      expect(copy.exitCode, copy.stderr.toString()).toBe(0);
+      await sb.writeFile(runnerCopy, readFileSync(runner as string));
+    }, 120_000);
+
+    afterAll(async () => {
+      await sb?.dispose();
+      if (src) rmSync(src, { recursive: true, force: true });
+    });
+
+    const run = async (command: string, stdin?: string): Promise<string> => {
+      const result = await sb.exec(command, {
+        timeoutMs: 120_000,
+        maxOutputBytes: 32 * 1024 * 1024,
+        ...(stdin === undefined ? {} : { stdin }),
+      });
+      expect(result.stderr.toString(), command).toBe('');
+      expect(result.exitCode, command).toBe(0);
+      return result.stdout.toString('utf8');
+    };
+
+    const restore = (): Promise<string> =>
+      run(
+        `rm -f ~/h.txt && find ${sb.workdir} -mindepth 1 -delete && cp -a ${pristine}/. ${sb.workdir}/`,
+      );
+
+    // Paths, link targets and content hashes of the tree, sorted.
+    const snapshotTree = (): Promise<string> =>
+      run(
+        `cd ${sb.workdir} && find . -mindepth 1 \\( -type l -printf '%p -> %l\\n' \\) -o \\( -type d -printf '%p/\\n' \\) -o \\( -type f -exec sha256sum {} + \\) | LC_ALL=C sort`,
+      );
+
+    it('gives byte-identical observations and leaves an identical tree', async () => {
+      await restore();
+      const reference = JSON.parse(
+        await run(
+          `python3 -c ${shellQuote(REFERENCE)}`,
+          JSON.stringify({ runner: runnerCopy, workdir: sb.workdir, calls }),
+        ),
+      ) as string[];
+      const referenceTree = await snapshotTree();
+      await restore();
+      for (const [index, [name, raw]] of calls.entries()) {
+        const observation = await executeTool(sb, name, raw);
+        expect({ name, raw, observation }).toEqual({ name, raw, observation: reference[index] });
+      }
+      expect(await snapshotTree()).toEqual(referenceTree);
+    }, 180_000);
+  },
+);
+
+function shellQuote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
