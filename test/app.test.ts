@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startApp } from '../src/app.js';
+import { decideTrigger } from '../src/github/triggers.js';
+import { RunQueue } from '../src/runner/queue.js';
 import { finalAnswer } from './support/scripted-model-server.js';
 import {
   gate,
@@ -21,9 +23,14 @@ import { commentPayload, labeledPayload } from './github/helpers/payloads.js';
 useStrictNock();
 
 let harness: Harness | undefined;
+let cleanupModel: { close(): Promise<void> } | undefined;
 afterEach(async () => {
+  const root = harness?.root;
   await harness?.stop();
   harness = undefined;
+  await cleanupModel?.close();
+  if (cleanupModel && root) rmSync(root, { recursive: true, force: true });
+  cleanupModel = undefined;
 });
 
 const maintainer = { login: 'Codertocat', id: 21031067 };
@@ -118,6 +125,40 @@ describe('the webhook endpoint (real HTTP server)', () => {
       gh.calls.filter((c) => c.startsWith('POST /repos/Codertocat/Hello-World/issues/1/comments')),
     ).toHaveLength(1);
     expect(harness.model!.chatRequests).toHaveLength(1);
+  });
+});
+
+describe('durable intake', () => {
+  it('handles a delivery acknowledged before a crash but never processed, at the next start', async () => {
+    const first = await startHarness({ script: [finalAnswer('Nothing to change.')] });
+    const dataDir = first.dataDir;
+    const root = first.root;
+    await first.app.stop();
+    // What the webhook handler had recorded when the process died: the delivery, nothing more.
+    const queue = RunQueue.open({ dataDir, concurrency: 1 });
+    const decision = decideTrigger('issues', labeledPayload({ sender: maintainer }), {
+      label: 'frognano',
+    });
+    expect(queue.recordDelivery('acked-then-crashed', decision.kind, decision)).toBe(true);
+    queue.close();
+
+    const gh = mockGitHub();
+    mockStatusComment(gh);
+    harness = await startHarness({ root, dataDir, model: first.model });
+    cleanupModel = first.model;
+    await harness.app.intake!.idle();
+    await harness.app.workers!.idle();
+    expect(harness.app.queue!.pendingDeliveries()).toEqual([]);
+    expect(harness.app.queue!.list()).toMatchObject([
+      { deliveryId: 'acked-then-crashed', state: 'done' },
+    ]);
+    expect(gh.reactions).toEqual(['eyes']);
+    // A redelivery of the same delivery id by GitHub changes nothing.
+    expect(
+      await harness.deliver('issues', labeledPayload({ sender: maintainer }), 'acked-then-crashed'),
+    ).toBe(200);
+    await harness.app.intake!.idle();
+    expect(harness.app.queue!.list()).toHaveLength(1);
   });
 });
 

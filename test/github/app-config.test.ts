@@ -1,0 +1,99 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { AppConfigError, loadAppConfig } from '../../src/github/app-config.js';
+import { testPrivateKey } from './helpers/github.js';
+
+describe('loadAppConfig', () => {
+  it('has working defaults and no credentials on a fresh machine', () => {
+    const c = loadAppConfig({}, '/srv/bot');
+    expect(c).toMatchObject({
+      credentials: undefined,
+      webhookPath: '/api/github/webhooks',
+      port: 3000,
+      apiBaseUrl: 'https://api.github.com',
+      gitBaseUrl: 'https://github.com',
+      label: 'frognano',
+      dataDir: '/srv/bot/data',
+      concurrency: 1,
+      statusThrottleMs: 15_000,
+      sandbox: 'docker',
+    });
+  });
+
+  it('reads credentials from PRIVATE_KEY (escaped newlines or base64) or PRIVATE_KEY_PATH', () => {
+    const pem = testPrivateKey();
+    const escaped = loadAppConfig({
+      APP_ID: '42',
+      PRIVATE_KEY: pem.replace(/\n/g, '\\n'),
+      WEBHOOK_SECRET: 's',
+    });
+    expect(escaped.credentials).toEqual({ appId: 42, privateKey: pem, webhookSecret: 's' });
+    const b64 = loadAppConfig({
+      APP_ID: '42',
+      PRIVATE_KEY: Buffer.from(pem).toString('base64'),
+      WEBHOOK_SECRET: 's',
+    });
+    expect(b64.credentials?.privateKey).toBe(pem);
+    const dir = mkdtempSync(join(tmpdir(), 'frognano-cfg-'));
+    try {
+      writeFileSync(join(dir, 'app.pem'), pem);
+      const fromFile = loadAppConfig(
+        { APP_ID: '42', PRIVATE_KEY_PATH: 'app.pem', WEBHOOK_SECRET: 's' },
+        dir,
+      );
+      expect(fromFile.credentials?.privateKey).toBe(pem);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('derives GitHub Enterprise URLs from GHE_HOST, with explicit overrides winning', () => {
+    expect(loadAppConfig({ GHE_HOST: 'ghe.example.com' })).toMatchObject({
+      apiBaseUrl: 'https://ghe.example.com/api/v3',
+      gitBaseUrl: 'https://ghe.example.com',
+    });
+    expect(
+      loadAppConfig({
+        GHE_HOST: 'ghe.example.com',
+        GITHUB_API_URL: 'https://api.ghe.example.com/',
+        FROGNANO_GIT_URL: 'file:///srv/git',
+      }),
+    ).toMatchObject({ apiBaseUrl: 'https://api.ghe.example.com', gitBaseUrl: 'file:///srv/git' });
+  });
+
+  it('names every bad variable on its own line, never echoing secrets', () => {
+    let error: unknown;
+    try {
+      loadAppConfig({
+        APP_ID: 'abc',
+        FROGNANO_CONCURRENCY: '0',
+        PORT: '70000',
+        FROGNANO_PUBLIC_URL: 'ftp://x',
+        FROGNANO_SANDBOX: 'vm',
+        PRIVATE_KEY: 'not a key',
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(AppConfigError);
+    const lines = (error as AppConfigError).problems;
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        'APP_ID must be the numeric App ID (got "abc")',
+        'FROGNANO_CONCURRENCY must be a whole number from 1 to 64 (got "0")',
+        'PORT must be a TCP port (0-65535) (got "70000")',
+        'FROGNANO_PUBLIC_URL must be an http(s) URL (got "ftp://x")',
+        'FROGNANO_SANDBOX must be docker or local (got "vm")',
+      ]),
+    );
+    expect(() => loadAppConfig({ PRIVATE_KEY: 'not a key' })).toThrow(
+      'PRIVATE_KEY must be a PEM private key',
+    );
+    expect(() => loadAppConfig({ APP_ID: '1', PRIVATE_KEY: testPrivateKey() })).toThrow(
+      'WEBHOOK_SECRET must be set when APP_ID and a private key are set',
+    );
+    expect(() => loadAppConfig({ FROGNANO_BOT_NAME: 'x[bot]' })).toThrow('must be set together');
+  });
+});
