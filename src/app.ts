@@ -174,9 +174,17 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       identity.catch(() => (identity = undefined));
       return identity;
     };
+    const mintInstallationToken = async (installationId: number): Promise<string> => {
+      const appOctokit = (await probotForAuth.auth()) as GitHubClient;
+      const { data } = await appOctokit.rest.apps.createInstallationAccessToken({
+        installation_id: installationId,
+      });
+      return data.token;
+    };
     workers = new WorkerPool({
       queue,
       auth,
+      mintInstallationToken,
       runPipeline: pipeline,
       botIdentity,
       lock,

@@ -26,6 +26,11 @@ export type RunPipelineFn = (request: RunRequest) => Promise<RunResult>;
 export interface WorkerDeps {
   queue: RunQueue<IssueJob>;
   auth: (installationId: number) => Promise<GitHubClient>;
+  /**
+   * A fresh installation token (one REST call). Through the App's client, so it honours the
+   * API base URL: `octokit.auth({ refresh: true })` would ask api.github.com even on GHES.
+   */
+  mintInstallationToken: (installationId: number) => Promise<string>;
   runPipeline: RunPipelineFn;
   botIdentity: () => Promise<BotIdentity>;
   lock: KeyedLock;
@@ -210,13 +215,11 @@ export class WorkerPool {
       meta: { runId: record.id, trigger: triggerWords(job) },
     });
     const mintToken = async (): Promise<string> => {
-      // The mint is a REST call made by the auth strategy, outside the request hook.
+      // Made with the App's own client, outside this run's request hook: counted by hand.
       budget.spend();
-      const auth = (await octokit.auth({ type: 'installation', refresh: true })) as {
-        token: string;
-      };
-      registerSecret(auth.token);
-      return auth.token;
+      const token = await deps.mintInstallationToken(job.installationId);
+      registerSecret(token);
+      return token;
     };
     const gitUrl = `${deps.gitBaseUrl}/${job.owner}/${job.repo}.git`;
     const outDir = runOutDir(deps.dataDir, record.id);
@@ -292,14 +295,14 @@ export class WorkerPool {
     if (this.#stopped && signal.aborted && state !== 'done') {
       // Shutdown, not a cancel: the record stays `running`, so the next start requeues it once.
       await status.finish({ kind: 'interrupted' });
-      deps.queue.addRestCalls(record.id, budget.spent);
       log.info({ restCalls: budget.used }, 'run interrupted by shutdown');
+      deps.queue.addRestCalls(record.id, budget.spent);
       return;
     }
     await status.finish(final);
+    log.info({ state, outcome, restCalls: budget.used }, 'run finished');
     deps.queue.addRestCalls(record.id, budget.spent);
     deps.queue.finish(record.id, state, { outcome, summary: final.kind });
-    log.info({ state, outcome, restCalls: budget.used }, 'run finished');
   }
 
   async #publish(

@@ -4,15 +4,18 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import nock from 'nock';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { REST_CALLS_PER_RUN } from '../../src/github/rest-budget.js';
 import { describeDocker, ensureSandboxImage } from '../support/docker-engine.js';
 import { finalAnswer, toolCall, type ScriptStep } from '../support/scripted-model-server.js';
 import {
   mockGitHub,
+  mockPullRequest,
   mockStatusComment,
+  newGitHubMock,
   PYTHON,
-  REPO_PATH,
+  startFakeGitHub,
   startHarness,
   type Harness,
 } from './helpers/app-harness.js';
@@ -22,9 +25,11 @@ import { labeledPayload } from './helpers/payloads.js';
 useStrictNock();
 
 let harness: Harness | undefined;
+const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   await harness?.stop();
   harness = undefined;
+  for (const c of cleanups.splice(0)) await c();
 });
 
 const FINAL = 'Fixed add() in calc.py: it subtracted. The tests pass now.';
@@ -55,22 +60,25 @@ const ISSUE_BODY = [
   'Zero\u200bwidth and \u202ebidi\u202c are stripped.',
 ].join('\n');
 
-async function journey(sandbox: 'local' | 'docker', python: string): Promise<void> {
-  harness = await startHarness({ sandbox, python, script: fixScript(python), throttleMs: 0 });
-  const gh = mockGitHub();
+async function journey(
+  sandbox: 'local' | 'docker',
+  python: string,
+  backend: 'nock' | 'fake',
+): Promise<void> {
+  const gh = newGitHubMock(backend);
+  const fake = backend === 'fake' ? await startFakeGitHub(gh) : undefined;
+  if (fake) cleanups.push(() => fake.close());
+  mockGitHub({}, gh);
   mockStatusComment(gh, 1);
   let prRequest: Record<string, unknown> | undefined;
-  gh.scope
-    .get(`${REPO_PATH}/pulls`)
-    .query({ head: 'Codertocat:frognano/issue-1', state: 'open', per_page: 1 })
-    .reply(200, [])
-    .post(`${REPO_PATH}/pulls`, (body: Record<string, unknown>) => {
-      prRequest = body;
-      return true;
-    })
-    .reply(201, { number: 7, html_url: 'https://github.com/Codertocat/Hello-World/pull/7' })
-    .post(`${REPO_PATH}/pulls/7/requested_reviewers`, { reviewers: ['Codertocat'] })
-    .reply(201, {});
+  mockPullRequest(gh, 1, 7, (body) => (prRequest = body));
+  harness = await startHarness({
+    sandbox,
+    python,
+    script: fixScript(python),
+    throttleMs: 0,
+    env: fake ? { GITHUB_API_URL: fake.url } : {},
+  });
 
   const payload = labeledPayload({
     sender: { login: 'Codertocat', id: 21031067 },
@@ -165,17 +173,25 @@ async function journey(sandbox: 'local' | 'docker', python: string): Promise<voi
   expect(existsSync(runs) ? readdirSync(runs) : []).toEqual([]);
   expect(readdirSync(join(harness.root, 'sandboxes'))).toEqual([]);
   expect(readdirSync(join(harness.dataDir, 'publish'))).toEqual([]);
+  if (fake) {
+    expect(fake.unmatched, 'requests no mock matched').toEqual([]);
+    expect(fake.pending(), 'mocks never used').toEqual([]);
+  }
 }
 
 describe('journey: label → draft pull request (local sandbox)', () => {
   it('fixes the bug, pushes the branch and opens a draft PR within 20 REST calls', async () => {
-    await journey('local', PYTHON);
+    await journey('local', PYTHON, 'nock');
   }, 60_000);
 });
 
 describeDocker('journey: label → draft pull request (Docker sandbox)', () => {
+  // nock's interception wraps every http request of the process, the Docker engine's hijacked
+  // exec streams included, and breaks them; here GitHub is the strict loopback fake instead.
+  beforeAll(() => nock.restore());
+  afterAll(() => nock.activate());
   it('does the same with the hardened Docker sandbox', async () => {
     await ensureSandboxImage();
-    await journey('docker', 'python3');
+    await journey('docker', 'python3', 'fake');
   }, 120_000);
 });

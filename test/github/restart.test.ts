@@ -5,7 +5,8 @@ import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { afterEach, expect, it } from 'vitest';
+import nock from 'nock';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { connectDocker } from '../../src/runner/docker-engine.js';
 import { LABEL_RUN } from '../../src/runner/docker-sandbox.js';
 import { describeDocker, ensureSandboxImage } from '../support/docker-engine.js';
@@ -14,6 +15,9 @@ import { finalAnswer, startScriptedModelServer } from '../support/scripted-model
 import {
   gate,
   mockGitHub,
+  mockStatusComment,
+  newGitHubMock,
+  startFakeGitHub,
   OWNER,
   REPO,
   startHarness,
@@ -42,6 +46,8 @@ async function containersOf(runId: string): Promise<string[]> {
 }
 
 describeDocker('restart after a crash (real Docker, real process kill)', () => {
+  beforeAll(() => nock.restore());
+  afterAll(() => nock.activate());
   it('reaps the orphaned container, requeues the run once and keeps the status comment truthful', async () => {
     await ensureSandboxImage();
     const root = mkdtempSync(join(tmpdir(), 'frognano-crash-'));
@@ -64,8 +70,15 @@ describeDocker('restart after a crash (real Docker, real process kill)', () => {
     });
     cleanups.push(() => model.close());
 
+    // GitHub for both lives: a strict fake on loopback (nock cannot share a process with Docker's
+    // hijacked exec streams, and a child process could not see nock anyway).
+    const gh = newGitHubMock('fake');
+    const fake = await startFakeGitHub(gh);
+    cleanups.push(() => fake.close());
+    mockGitHub({}, gh);
+    mockStatusComment(gh, 1);
+
     // 1. The App in its own process takes the label and starts the run.
-    const statuses: string[] = [];
     child = spawn(
       process.execPath,
       [
@@ -75,36 +88,25 @@ describeDocker('restart after a crash (real Docker, real process kill)', () => {
         root,
         dataDir,
         model.baseUrl,
+        fake.url,
       ],
-      {
-        stdio: ['ignore', 'pipe', 'inherit'],
-        env: { ...process.env, CI: process.env.CI ?? '' },
-      },
+      { stdio: ['ignore', 'ignore', 'inherit'] },
     );
-    let buffered = '';
-    child.stdout!.on('data', (b: Buffer) => {
-      buffered += b.toString();
-      const lines = buffered.split('\n');
-      buffered = lines.pop() ?? '';
-      for (const line of lines) {
-        const parsed = JSON.parse(line) as { status?: string };
-        if (parsed.status) statuses.push(parsed.status);
-      }
-    });
     // The agent loop is waiting on the model: the container is up.
     let reached = false;
     void held.reached.then(() => (reached = true));
     await waitFor(
-      () => reached || statuses.some((s) => s.includes('the run failed')),
+      () => reached || gh.statusBodies.some((s) => s.includes('the run failed')),
       'the model request',
       60_000,
     );
-    expect(statuses.join('\n')).not.toContain('the run failed');
+    expect(gh.statusBodies.join('\n')).not.toContain('the run failed');
     await waitFor(
-      () => statuses.some((s) => s.includes('the model is working')),
+      () => gh.statusBodies.some((s) => s.includes('the model is working')),
       'the running status',
       30_000,
     );
+    const beforeRestart = gh.statusBodies.length;
 
     // 2. Kill it without any chance to clean up.
     const exited = new Promise((r) => child!.once('exit', r));
@@ -118,8 +120,6 @@ describeDocker('restart after a crash (real Docker, real process kill)', () => {
     expect(await containersOf(runId)).toHaveLength(1); // orphaned
 
     // 3. Restart in this process: recovery reaps, requeues once, says so, and the run completes.
-    const gh = mockGitHub({ reactions: false, permission: false });
-    mockStatusCommentEdits(gh);
     harness = await startHarness({
       root,
       dataDir,
@@ -127,15 +127,17 @@ describeDocker('restart after a crash (real Docker, real process kill)', () => {
       sandbox: 'docker',
       python: 'python3',
       throttleMs: 0,
+      env: { GITHUB_API_URL: fake.url },
     });
     expect(await containersOf(runId)).toEqual([]);
     await harness.app.workers!.idle();
 
-    expect(gh.statusBodies[0]).toContain(
+    const after = gh.statusBodies.slice(beforeRestart);
+    expect(after[0]).toContain(
       'the previous attempt was interrupted by a restart; queued again (position 1).',
     );
-    const last = gh.statusBodies.at(-1) ?? '';
-    expect(gh.statusBodies.filter((b) => b.includes('the run failed'))).toEqual([]);
+    const last = after.at(-1) ?? '';
+    expect(after.filter((b) => b.includes('the run failed'))).toEqual([]);
     expect(last).toContain('no pull request: the model finished without changing any file.');
     expect(last).toContain('> Nothing needed changing.');
     expect(harness.app.queue!.get(runId)).toMatchObject({
@@ -144,6 +146,8 @@ describeDocker('restart after a crash (real Docker, real process kill)', () => {
       outcome: 'no_change',
     });
     expect(await containersOf(runId)).toEqual([]);
+    expect(fake.unmatched, 'requests no mock matched').toEqual([]);
+    expect(fake.pending(), 'mocks never used').toEqual([]);
   }, 120_000);
 });
 
@@ -157,15 +161,4 @@ async function startHarnessQueueView(dataDir: string): Promise<{ runId: string; 
   } finally {
     q.close();
   }
-}
-
-function mockStatusCommentEdits(gh: ReturnType<typeof mockGitHub>): void {
-  // The comment id was learned by the killed process and kept in SQLite: edits only, no listing.
-  gh.scope
-    .patch('/repos/Codertocat/Hello-World/issues/comments/1001')
-    .reply(200, (_uri: string, body: { body: string }) => {
-      gh.statusBodies.push(body.body);
-      return { id: 1001 };
-    })
-    .persist();
 }

@@ -4,6 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import nock from 'nock';
@@ -163,6 +164,21 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   };
 }
 
+/** One mocked GitHub endpoint, served by nock or by the loopback fake (`FakeGitHub`). */
+export interface Intercept {
+  method: 'GET' | 'POST' | 'PATCH';
+  path: string | RegExp;
+  /** Exact query parameters required (omitted: any query). */
+  query?: Record<string, string | number>;
+  /** The request body must satisfy this. */
+  body?: (body: Record<string, unknown>) => boolean;
+  status: number;
+  reply: (body: Record<string, unknown>) => unknown;
+  /** Answer every matching request (and be "used" after the first); default: exactly `times`. */
+  persist?: boolean;
+  times?: number;
+}
+
 export interface GitHubMock {
   /** `METHOD /path` of every request GitHub received, in order. */
   calls: string[];
@@ -171,87 +187,232 @@ export interface GitHubMock {
   /** Other comments posted (refusals, busy notices). */
   comments: string[];
   reactions: string[];
-  scope: nock.Scope;
+  intercept(spec: Intercept): void;
+}
+
+function nockBackend(mock: Omit<GitHubMock, 'intercept'>): (spec: Intercept) => void {
+  const scope = nock(API);
+  scope.on('request', (req: { method: string; path: string }) => {
+    mock.calls.push(`${req.method} ${req.path.split('?')[0]}`);
+  });
+  return (spec) => {
+    let i = scope.intercept(spec.path, spec.method, spec.body as never);
+    if (spec.query) i = i.query(spec.query);
+    else i = i.query(true);
+    const interceptor = i
+      .times(spec.times ?? 1)
+      .reply(
+        spec.status,
+        (_uri: string, body: unknown) =>
+          spec.reply((body ?? {}) as Record<string, unknown>) as nock.Body,
+      );
+    if (spec.persist) interceptor.persist();
+  };
 }
 
 /**
- * The GitHub side of a run on Codertocat/Hello-World: token mints, permission (as given),
- * reactions, the status comment (created as id 1001, then edited). Strict: anything else fails.
+ * GitHub's REST API as a strict fake on loopback, for tests where nock cannot sit in the process:
+ * nock's HTTP interception also wraps the Docker engine's hijacked exec streams.
  */
-export function mockGitHub(
-  options: { permission?: string | false; reactions?: boolean } = {},
-): GitHubMock {
+export interface FakeGitHub {
+  url: string;
+  /** Requests nothing matched (they got a 599). */
+  unmatched: string[];
+  /** Intercepts not used as often as declared. */
+  pending(): string[];
+  close(): Promise<void>;
+}
+
+export async function startFakeGitHub(mock: GitHubMock): Promise<FakeGitHub> {
+  const routes: (Intercept & { used: number })[] = [];
+  const unmatched: string[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+      const raw = Buffer.concat(chunks).toString('utf8');
+      const body = (raw ? JSON.parse(raw) : {}) as Record<string, unknown>;
+      const route = routes.find(
+        (r) =>
+          r.method === req.method &&
+          (typeof r.path === 'string' ? r.path === url.pathname : r.path.test(url.pathname)) &&
+          (!r.query ||
+            Object.entries(r.query).every(([k, v]) => url.searchParams.get(k) === String(v))) &&
+          (!r.body || r.body(body)) &&
+          (r.persist || r.used < (r.times ?? 1)),
+      );
+      const what = `${req.method} ${url.pathname}`;
+      if (!route) {
+        unmatched.push(what);
+        res.writeHead(599).end();
+        return;
+      }
+      mock.calls.push(what);
+      route.used++;
+      res
+        .writeHead(route.status, { 'content-type': 'application/json' })
+        .end(JSON.stringify(route.reply(body)));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  mock.intercept = (spec) => routes.push({ ...spec, used: 0 });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    unmatched,
+    pending: () =>
+      routes
+        .filter((r) => (r.persist ? r.used === 0 : r.used < (r.times ?? 1)))
+        .map((r) => `${r.method} ${String(r.path)}`),
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((r) => server.close(() => r()));
+    },
+  };
+}
+
+/** A mock whose intercepts go to nock (default) or, after `startFakeGitHub(mock)`, to the fake. */
+export function newGitHubMock(backend: 'nock' | 'fake' = 'nock'): GitHubMock {
   const mock: GitHubMock = {
     calls: [],
     statusBodies: [],
     comments: [],
     reactions: [],
-    scope: nock(API),
+    intercept: () => {
+      throw new Error('start the fake GitHub first');
+    },
   };
-  const scope = mock.scope;
-  scope.on('request', (req: { method: string; path: string }) => {
-    mock.calls.push(`${req.method} ${req.path.split('?')[0]}`);
-  });
-  scope
-    .post('/app/installations/1/access_tokens')
-    .reply(201, () => ({
+  if (backend === 'nock') mock.intercept = nockBackend(mock);
+  return mock;
+}
+
+/**
+ * The GitHub side of a run on Codertocat/Hello-World: token mints, permission (as given),
+ * reactions. Strict: anything else fails.
+ */
+export function mockGitHub(
+  options: { permission?: string | false; reactions?: boolean } = {},
+  mock: GitHubMock = newGitHubMock(),
+): GitHubMock {
+  mock.intercept({
+    method: 'POST',
+    path: '/app/installations/1/access_tokens',
+    status: 201,
+    persist: true,
+    reply: () => ({
       token: `ghs_${randomUUID().replace(/-/g, '')}`,
       expires_at: new Date(Date.now() + 3600_000).toISOString(),
       permissions: { contents: 'write', issues: 'write', pull_requests: 'write', metadata: 'read' },
       repository_selection: 'all',
-    }))
-    .persist();
+    }),
+  });
   if (options.permission !== false) {
     const permission = options.permission ?? 'write';
-    scope
-      .get(new RegExp(`^${REPO_PATH}/collaborators/[^/]+/permission$`))
-      .reply(200, { permission, role_name: permission })
-      .persist();
+    mock.intercept({
+      method: 'GET',
+      path: new RegExp(`^${REPO_PATH}/collaborators/[^/]+/permission$`),
+      status: 200,
+      persist: true,
+      reply: () => ({ permission, role_name: permission }),
+    });
   }
   if (options.reactions === false) return mock;
-  scope
-    .post(new RegExp(`^${REPO_PATH}/(issues/\\d+|issues/comments/\\d+)/reactions$`))
-    .reply(201, (_uri: string, body: { content: string }) => {
-      mock.reactions.push(body.content);
+  mock.intercept({
+    method: 'POST',
+    path: new RegExp(`^${REPO_PATH}/(issues/\\d+|issues/comments/\\d+)/reactions$`),
+    status: 201,
+    persist: true,
+    reply: (body) => {
+      mock.reactions.push(String(body.content));
       return { id: 1, content: body.content };
-    })
-    .persist();
+    },
+  });
   return mock;
 }
 
 /** The status comment: none yet (listed once, created as 1000 + N), then edited in place. */
-export function mockStatusComment(mock: GitHubMock, issueNumber = 1): void {
+export function mockStatusComment(
+  mock: GitHubMock,
+  issueNumber = 1,
+  options: { known?: boolean } = {},
+): void {
   const id = 1000 + issueNumber;
-  mock.scope.get(`${REPO_PATH}/issues/${issueNumber}/comments`).query(true).reply(200, []);
-  mock.scope
-    .post(`${REPO_PATH}/issues/${issueNumber}/comments`, (b: { body: string }) =>
-      b.body.startsWith('<!-- frognano:status -->'),
-    )
-    .reply(201, (_uri: string, body: { body: string }) => {
-      mock.statusBodies.push(body.body);
-      return { id };
+  if (!options.known) {
+    mock.intercept({
+      method: 'GET',
+      path: `${REPO_PATH}/issues/${issueNumber}/comments`,
+      status: 200,
+      reply: () => [],
     });
-  mock.scope
-    .patch(`${REPO_PATH}/issues/comments/${id}`)
-    .reply(200, (_uri: string, body: { body: string }) => {
-      mock.statusBodies.push(body.body);
+    mock.intercept({
+      method: 'POST',
+      path: `${REPO_PATH}/issues/${issueNumber}/comments`,
+      body: (b) => String(b.body).startsWith('<!-- frognano:status -->'),
+      status: 201,
+      reply: (body) => {
+        mock.statusBodies.push(String(body.body));
+        return { id };
+      },
+    });
+  }
+  mock.intercept({
+    method: 'PATCH',
+    path: `${REPO_PATH}/issues/comments/${id}`,
+    status: 200,
+    persist: true,
+    reply: (body) => {
+      mock.statusBodies.push(String(body.body));
       return { id };
-    })
-    .persist();
+    },
+  });
 }
 
 /** Ordinary (non-status) comments on an issue. */
 export function mockPlainComments(mock: GitHubMock, issueNumber = 1, times = 1): void {
-  mock.scope
-    .post(
-      `${REPO_PATH}/issues/${issueNumber}/comments`,
-      (b: { body: string }) => !b.body.startsWith('<!--'),
-    )
-    .times(times)
-    .reply(201, (_uri: string, body: { body: string }) => {
-      mock.comments.push(body.body);
+  mock.intercept({
+    method: 'POST',
+    path: `${REPO_PATH}/issues/${issueNumber}/comments`,
+    body: (b) => !String(b.body).startsWith('<!--'),
+    status: 201,
+    times,
+    reply: (body) => {
+      mock.comments.push(String(body.body));
       return { id: 2000 + mock.comments.length };
-    });
+    },
+  });
+}
+
+/** The pull request calls of a first publish for issue N: none open, create #prNumber, review. */
+export function mockPullRequest(
+  mock: GitHubMock,
+  issueNumber: number,
+  prNumber: number,
+  onCreate: (body: Record<string, unknown>) => void,
+): void {
+  mock.intercept({
+    method: 'GET',
+    path: `${REPO_PATH}/pulls`,
+    query: { head: `${OWNER}:frognano/issue-${issueNumber}`, state: 'open', per_page: 1 },
+    status: 200,
+    reply: () => [],
+  });
+  mock.intercept({
+    method: 'POST',
+    path: `${REPO_PATH}/pulls`,
+    status: 201,
+    reply: (body) => {
+      onCreate(body);
+      return { number: prNumber, html_url: `https://github.com/${OWNER}/${REPO}/pull/${prNumber}` };
+    },
+  });
+  mock.intercept({
+    method: 'POST',
+    path: `${REPO_PATH}/pulls/${prNumber}/requested_reviewers`,
+    body: (b) => JSON.stringify(b.reviewers) === JSON.stringify(['Codertocat']),
+    status: 201,
+    reply: () => ({}),
+  });
 }
 
 export async function waitFor(

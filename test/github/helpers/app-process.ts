@@ -1,20 +1,18 @@
 // The App in a child process, for the crash test: started like the harness does (Docker
-// sandbox), GitHub mocked with nock inside this process, every status comment body printed as
-// a JSON line on stdout. The parent kills it with SIGKILL mid-run.
+// sandbox), GitHub served by the parent's strict loopback fake. The parent kills it with
+// SIGKILL mid-run.
 import nock from 'nock';
 import { labeledPayload } from './payloads.js';
-import { mockGitHub, mockStatusComment, startHarness } from './app-harness.js';
+import { startHarness } from './app-harness.js';
 
-const [root, dataDir, modelUrl] = process.argv.slice(2) as [string, string, string];
-nock.disableNetConnect();
-nock.enableNetConnect(/^(127\.0\.0\.1|localhost)(:\d+)?$/);
-const gh = mockGitHub();
-mockStatusComment(gh, 1);
-const push = gh.statusBodies.push.bind(gh.statusBodies);
-gh.statusBodies.push = (...bodies: string[]) => {
-  for (const body of bodies) process.stdout.write(`${JSON.stringify({ status: body })}\n`);
-  return push(...bodies);
-};
+// The harness imports nock; its interception would wrap the Docker engine's exec streams.
+nock.restore();
+const [root, dataDir, modelUrl, githubUrl] = process.argv.slice(2) as [
+  string,
+  string,
+  string,
+  string,
+];
 const harness = await startHarness({
   root,
   dataDir,
@@ -22,6 +20,7 @@ const harness = await startHarness({
   sandbox: 'docker',
   python: 'python3',
   throttleMs: 0,
+  env: { GITHUB_API_URL: githubUrl },
 });
 const status = await harness.deliver(
   'issues',
