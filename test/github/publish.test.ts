@@ -15,7 +15,14 @@ import { Writable } from 'node:stream';
 import nock from 'nock';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { gitEnvironment, publishPatch, runGit, type GitRunner } from '../../src/github/publish.js';
+import {
+  gitEnvironment,
+  noreplyDomainFor,
+  publishPatch,
+  resolveBotIdentity,
+  runGit,
+  type GitRunner,
+} from '../../src/github/publish.js';
 import { createPythonRepo, FIXED_CALC, git } from '../support/python-repo.js';
 import { API, testOctokit } from './helpers/github.js';
 import { useStrictNock } from './helpers/strict-nock.js';
@@ -262,5 +269,25 @@ describe('gitEnvironment', () => {
     expect(env.GIT_DIR).toBeUndefined();
     const fileEnv = gitEnvironment('/tmp/h', 'file:///srv/o/r.git', TOKEN);
     expect(JSON.stringify(fileEnv)).not.toContain(BASIC);
+  });
+});
+
+describe('resolveBotIdentity and noreplyDomainFor', () => {
+  it('builds <slug>[bot] with its user id from GET /app and GET /users', async () => {
+    nock(API)
+      .get('/app')
+      .reply(200, { slug: 'frognano-test', id: 1 })
+      .get('/users/frognano-test%5Bbot%5D')
+      .reply(200, { login: 'frognano-test[bot]', id: 99 });
+    await expect(resolveBotIdentity(testOctokit(), 'users.noreply.github.com')).resolves.toEqual({
+      name: 'frognano-test[bot]',
+      email: '99+frognano-test[bot]@users.noreply.github.com',
+    });
+  });
+
+  it('uses the Enterprise host for no-reply addresses', () => {
+    expect(noreplyDomainFor('https://github.com')).toBe('users.noreply.github.com');
+    expect(noreplyDomainFor('https://ghe.example.com')).toBe('users.noreply.ghe.example.com');
+    expect(noreplyDomainFor('file:///srv/git')).toBe('users.noreply.github.com');
   });
 });
