@@ -5,7 +5,9 @@
 // Every call runs through the reference (python3, cwd = the sandbox workdir) and through
 // executeTool on a LocalSandbox over the same tree; observations and the final tree must be
 // identical. One deliberate difference is left out: Bash output that is not valid UTF-8
-// (Leaf raises UnicodeDecodeError; we replace the bad bytes with U+FFFD).
+// (Leaf raises UnicodeDecodeError; we replace the bad bytes with U+FFFD). Another is left out
+// of the calls: content that cannot be encoded (a lone surrogate) fails in both, but Leaf has
+// already created or truncated the file by then, while we leave it untouched.
 import { execFileSync } from 'node:child_process';
 import {
   existsSync,
@@ -248,6 +250,56 @@ const calls: Array<[string, string | null]> = [
   ['Bash', '{"command": "echo big", "timeout": "inf"}'],
   ['Bash', '{"command": "echo big", "timeout_ms": "-inf"}'],
   ['Bash', '{"command": "echo big", "timeout": 1e-300}'],
+  ['Write', '{"file_path": "r1.txt", "content": 1e16}'],
+  ['Write', '{"file_path": "r2.txt", "content": [1.5e-5, -0.0, 0.1, 123456789.125, 1e22, -1E-7]}'],
+  [
+    'Write',
+    '{"file_path": "r3.txt", "content": {"q": "x\'y\\"z", "c": "\\u0007\\u007f\\u00a0\\u00ad\\u200b\\u2028 \\t", "e": "é😀\\ue000\\udb80\\udc00", "n": [true, false, null, {}], "k": "\\\\"}}',
+  ],
+  ['Write', '{"file_path": "r4.txt", "content": "x\'"}'],
+  ['Write', '{"file_path": "src/../w.txt", "content": "w"}'],
+  ['Read', '{"file_path": "r3.txt"}'],
+  ['Read', '{"file_path": "a.py/"}'],
+  ['Read', '{"file_path": "../testbed/a.py"}'],
+  ['Read', '{"file_path": "/testbed/../etc/hostname"}'],
+  ['Read', '{"file_path": "x", "file_path": "a.py"}'],
+  ['Read', '{"file_path": "a.py"} trailing'],
+  ['Read', '"{\\"file_path\\": \\"a.py\\"}"'],
+  ['Read', ' {"file_path": "a.py", "offset": 2, "limit": 0}\n'],
+  ['Read', '{"file_path": "a.py", "offset": true, "limit": 1.9}'],
+  ['Read', '{"file_path": "a.py", "offset": "1.0"}'],
+  ['Read', '{"file_path": "a.py", "limit": "\uff11"}'],
+  ['read', '{"file_path": "a.py"}'],
+  ['', '{}'],
+  ['Edit', '{"file_path": "a.py", "old_string": "x", "new_string": null, "replace_all": " On\\n"}'],
+  ['Edit', '{"path": "src/m.py", "old_string": "return", "new_string": ["r"]}'],
+  ['Edit', '{"file_path": "emoji.txt", "old_string": "\\ud83d", "new_string": "x"}'],
+  ['Glob', '{"pattern": "src/**"}'],
+  ['Glob', '{"pattern": "**/*.txt", "path": "uni/.."}'],
+  ['Glob', '{"pattern": "*", "path": "../testbed/src"}'],
+  ['Glob', '{"pattern": "many/f1?.txt"}'],
+  ['Glob', '{"pattern": "many/f[!1]*.txt"}'],
+  ['Glob', '{"pattern": "*.py", "path": "/testbed/../testbed"}'],
+  ['Bash', '{"command": "echo x", "timeout": true}'],
+  ['Bash', '{"command": "echo x", "timeout": "1e3"}'],
+  ['Bash', '{"command": "echo x", "timeout": 1000}'],
+  ['Bash', '{"command": "echo x", "timeout": 1000.5}'],
+  ['Bash', '{"command": "sleep 3", "timeout": 1000.5, "timeout_ms": 150}'],
+  ['Bash', '{"command": "printf \'%s\' \\"$(head -c 29970 /dev/zero | tr \'\\\\0\' y)\\""}'],
+  ['Bash', '{"command": "printf \'\\\\r\\\\r\\\\n\\\\n\'; printf \'e\\\\r\' >&2"}'],
+  ['Bash', '{"command": "echo -n; kill -SEGV $$"}'],
+  ['Bash', '{"command": "printf \'\\\\x0b\\\\x0c\\\\xc2\\\\x85\\\\xe2\\\\x80\\\\xa8\'"}'],
+];
+
+/**
+ * Paths Python encodes with surrogateescape (os.fsencode): a lone U+DC80–U+DCFF becomes the raw
+ * byte, any other lone surrogate is a UnicodeEncodeError. Only DockerSandbox runs real Python.
+ */
+const dockerOnlyCalls: Array<[string, string | null]> = [
+  ['Write', '{"file_path": "\\udcff.txt", "content": "s"}'],
+  ['Glob', '{"pattern": "*.txt"}'],
+  ['Read', '{"file_path": "\\udcff.txt"}'],
+  ['Bash', '{"command": "ls *.txt | od -c | head -3"}'],
 ];
 
 const REFERENCE = [
@@ -264,20 +316,23 @@ const REFERENCE = [
   'sys.stdout.write(json.dumps([run_tool(name, parse(raw)) for name, raw in req["calls"]]))',
 ].join('\n');
 
+/** Names as raw bytes: a write through a surrogate-escaped path makes a non-UTF-8 name. */
 function snapshot(dir: string): string[] {
   const out: string[] = [];
-  const walk = (current: string): void => {
-    for (const name of readdirSync(current).sort()) {
-      const entry = path.join(current, name);
+  const walk = (current: Buffer): void => {
+    const names = readdirSync(current, { encoding: 'buffer' }).sort(Buffer.compare);
+    for (const name of names) {
+      const entry = Buffer.concat([current, Buffer.from('/'), name]);
+      const label = entry.toString('hex');
       const info = lstatSync(entry);
-      if (info.isSymbolicLink()) out.push(`${entry} -> ${readlinkSync(entry)}`);
+      if (info.isSymbolicLink()) out.push(`${label} -> ${readlinkSync(entry)}`);
       else if (info.isDirectory()) {
-        out.push(`${entry}/`);
+        out.push(`${label}/`);
         walk(entry);
-      } else out.push(`${entry} ${readFileSync(entry).toString('hex')}`);
+      } else out.push(`${label} ${readFileSync(entry).toString('hex')}`);
     }
   };
-  walk(dir);
+  walk(Buffer.from(dir));
   return out;
 }
 
@@ -355,6 +410,7 @@ describe.skipIf(!runner)('executeTool against Leaf tool_runner.py', () => {
 describe.skipIf(!runner || !dockerReady)(
   'executeTool on DockerSandbox against Leaf tool_runner.py',
   () => {
+    const dockerCalls = [...calls, ...dockerOnlyCalls];
     const pristine = '/tmp/leafdiff-src';
     const runnerCopy = '/tmp/leafdiff-runner.py';
     let src: string;
@@ -400,12 +456,12 @@ describe.skipIf(!runner || !dockerReady)(
       const reference = JSON.parse(
         await run(
           `python3 -c ${shellQuote(REFERENCE)}`,
-          JSON.stringify({ runner: runnerCopy, workdir: sb.workdir, calls }),
+          JSON.stringify({ runner: runnerCopy, workdir: sb.workdir, calls: dockerCalls }),
         ),
       ) as string[];
       const referenceTree = await snapshotTree();
       await restore();
-      for (const [index, [name, raw]] of calls.entries()) {
+      for (const [index, [name, raw]] of dockerCalls.entries()) {
         const observation = await executeTool(sb, name, raw);
         expect({ name, raw, observation }).toEqual({ name, raw, observation: reference[index] });
       }
