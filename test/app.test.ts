@@ -283,3 +283,27 @@ describe('triggers through probot.receive()', () => {
     expect(harness.app.queue!.list().map((r) => r.state)).toEqual(['cancelled', 'cancelled']);
   });
 });
+
+describe('cancel from another process', () => {
+  it('stops a running run when the cancel flag appears in the shared database', async () => {
+    const held = gate();
+    harness = await startHarness({ script: [held.step] });
+    const gh = mockGitHub();
+    mockStatusComment(gh, 1);
+    await harness.app.probot!.receive({
+      id: 'label-x',
+      name: 'issues',
+      payload: labeledPayload({ sender: maintainer }) as never,
+    });
+    await held.reached;
+    // `frognano serve` in another process records the cancel; this worker only sees SQLite.
+    const other = RunQueue.open({ dataDir: harness.dataDir, concurrency: 1 });
+    const cancelled = other.requestCancel('codertocat/hello-world#1');
+    other.close();
+    expect(cancelled).toMatchObject({ wasRunning: true });
+    await waitFor(() => harness!.app.queue!.list()[0]?.state === 'cancelled', 'the run to stop');
+    held.release();
+    await harness.app.workers!.idle();
+    expect(gh.statusBodies.at(-1)).toContain('cancelled');
+  });
+});
