@@ -172,7 +172,16 @@ describe('triggers through probot.receive()', () => {
       name: 'issues',
       payload: labeledPayload({ sender: { login: 'drive-by', id: 5 } }) as never,
     });
+    await harness.app.probot!.receive({
+      id: 'unauthorized-2',
+      name: 'issue_comment',
+      payload: commentPayload({
+        sender: { login: 'drive-by', id: 5 },
+        body: '/frognano retry',
+      }) as never,
+    });
     await harness.app.intake!.idle();
+    // Asked twice, answered once.
     expect(gh.comments).toEqual([
       'Sorry @drive-by, only people with write access to this repository can start or cancel frognano runs.',
     ]);

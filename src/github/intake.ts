@@ -97,11 +97,15 @@ export class Intake {
     const allowed = await hasWriteAccess(octokit, { ...ref, username: who });
     if (!allowed) {
       log.info({ deliveryId, key, sender: who }, 'trigger refused: no write access');
+      // One reply per person and issue: repeating the command must not make the bot chatty.
+      const note = `refused:${who.toLowerCase()}`;
+      if (queue.getNote(key, note)) return;
       await octokit.rest.issues.createComment({
         ...ref,
         issue_number: decision.issueNumber,
         body: `Sorry @${who}, only people with write access to this repository can start or cancel frognano runs.`,
       });
+      queue.setNote(key, note, String(Date.now()));
       return;
     }
     await react(octokit, decision);
