@@ -316,3 +316,36 @@ describe('cancel from another process', () => {
     expect(gh.statusBodies.at(-1)).toContain('cancelled');
   });
 });
+
+describe('frognano serve + frognano worker on one data directory', () => {
+  it('the server records and queues, the worker (another App instance) runs it', async () => {
+    const serve = await startHarness({
+      mode: 'serve',
+      script: [finalAnswer('Nothing to change.')],
+    });
+    harness = serve;
+    const gh = mockGitHub();
+    mockStatusComment(gh);
+    const worker = await startHarness({
+      mode: 'worker',
+      root: serve.root,
+      dataDir: serve.dataDir,
+      model: serve.model,
+    });
+    try {
+      expect(worker.app.url).toBeUndefined();
+      expect(serve.app.workers).toBeUndefined();
+      expect(await serve.deliver('issues', labeledPayload({ sender: maintainer }), 'split-1')).toBe(
+        200,
+      );
+      await serve.app.intake!.idle();
+      await waitFor(
+        () => worker.app.queue!.list()[0]?.state === 'done',
+        'the worker to finish the run',
+      );
+      expect(gh.statusBodies.at(-1)).toContain('no pull request');
+    } finally {
+      await worker.app.stop();
+    }
+  });
+});

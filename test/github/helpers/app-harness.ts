@@ -47,6 +47,8 @@ export interface HarnessOptions {
   /** python for the repo's test command inside the sandbox (Docker: python3). */
   python?: string;
   env?: NodeJS.ProcessEnv;
+  /** `frognano start` (default), `serve` or `worker`. */
+  mode?: 'all' | 'serve' | 'worker';
 }
 
 export interface Harness {
@@ -92,7 +94,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ? pino({ level: 'debug' }, pino.destination(2))
     : silentLog;
   const app = await startApp({
-    mode: 'all',
+    mode: options.mode ?? 'all',
     log,
     Octokit: FastOctokit,
     pollMs: 50,
