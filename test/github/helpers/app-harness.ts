@@ -93,7 +93,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const log = process.env.FROGNANO_TEST_LOG
     ? pino({ level: 'debug' }, pino.destination(2))
     : silentLog;
-  const app = await startApp({
+  const app = await startAppOrCleanUp({
     mode: options.mode ?? 'all',
     log,
     Octokit: FastOctokit,
@@ -135,6 +135,17 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     },
   });
   const url = app.url as string;
+
+  // A start that fails must not leave the temp tree or the model server behind.
+  async function startAppOrCleanUp(startOptions: Parameters<typeof startApp>[0]) {
+    try {
+      return await startApp(startOptions);
+    } catch (error) {
+      if (!options.model) await model?.close();
+      if (!options.root) rmSync(root, { recursive: true, force: true });
+      throw error;
+    }
+  }
   return {
     app,
     url,
