@@ -101,5 +101,10 @@ try {
 
 /** Errors whose message is already the one actionable line for the user. */
 function isOneLineFailure(error: Error): boolean {
-  return ['DockerUnavailableError', 'ModelEndpointError', 'RepoConfigError'].includes(error.name);
+  return [
+    'DockerUnavailableError',
+    'ModelEndpointError',
+    'RepoConfigError',
+    'AppConfigError',
+  ].includes(error.name);
 }

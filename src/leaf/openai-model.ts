@@ -225,6 +225,14 @@ export function reduceCompletion(completion: unknown, latencyMs: number): ModelR
 
 const ModelList = z.object({ data: z.array(z.object({ id: z.string() })) });
 
+/** The endpoint cannot serve this run; the message is the one line to show the user. */
+export class ModelEndpointError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ModelEndpointError';
+  }
+}
+
 /**
  * Fails fast, in one actionable line, when the endpoint is down or does not serve the
  * configured model. `GET {baseUrl}/models`.
@@ -244,18 +252,18 @@ export async function checkModelEndpoint(
       signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
     });
   } catch (error) {
-    throw new Error(
+    throw new ModelEndpointError(
       `model endpoint ${config.baseUrl} is unreachable (${causeText(error)}): ${startHint}`,
     );
   }
   if (response.status === 401 || response.status === 403) {
-    throw new Error(
+    throw new ModelEndpointError(
       `model endpoint ${config.baseUrl} refused the API key (HTTP ${response.status} on GET /models): set the key the server was started with`,
     );
   }
   const text = await response.text().catch(() => '');
   if (!response.ok) {
-    throw new Error(
+    throw new ModelEndpointError(
       `model endpoint ${config.baseUrl} answered HTTP ${response.status} to GET /models: check that the URL ends in /v1 and points at an OpenAI-compatible server`,
     );
   }
@@ -263,14 +271,14 @@ export async function checkModelEndpoint(
   try {
     list = ModelList.parse(JSON.parse(text));
   } catch {
-    throw new Error(
+    throw new ModelEndpointError(
       `model endpoint ${config.baseUrl} did not answer GET /models with a model list: check that the URL ends in /v1 and points at an OpenAI-compatible server`,
     );
   }
   const ids = list.data.map((entry) => entry.id);
   if (!ids.includes(config.model)) {
     const served = ids.length > 0 ? ids.join(', ') : 'nothing';
-    throw new Error(
+    throw new ModelEndpointError(
       `model endpoint ${config.baseUrl} does not serve ${config.model} (it serves: ${served}): configure one of those models or serve ${config.model} there`,
     );
   }
