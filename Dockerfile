@@ -1,6 +1,6 @@
 # The frognano-bot App: webhook server and workers in one process (`frognano start`).
 # Sandboxes are sibling containers on the Docker engine named by DOCKER_HOST; see
-# docs/github-app.md for the trade-off of giving this container the engine's socket.
+# README.md ("Running the App in Docker") for the trade-off of giving this container the engine's socket.
 #
 #   docker build -t frognano-bot .
 #   docker run -d --name frognano --env-file .env -p 3000:3000 -v frognano-data:/data \
