@@ -97,6 +97,61 @@ export function encodeUtf8(value: string): Buffer {
   return Buffer.from(value, 'utf8');
 }
 
+/**
+ * `os.fsencode(value)`: UTF-8 with surrogateescape, as Python encodes every path and argv
+ * string. A lone U+DC80..U+DCFF stands for the undecodable byte 0x80..0xFF; any other lone
+ * surrogate raises the UnicodeEncodeError Python raises, positioned in `value`.
+ */
+export function fsencode(value: string): Buffer {
+  if (!LONE_SURROGATE.test(value)) return Buffer.from(value, 'utf8');
+  const parts: Buffer[] = [];
+  let plainFrom = 0;
+  let codePoints = 0;
+  for (let unit = 0; unit < value.length;) {
+    if (!isLoneSurrogateAt(value, unit)) {
+      const width = value.codePointAt(unit)! > 0xffff ? 2 : 1;
+      unit += width;
+      codePoints++;
+      continue;
+    }
+    parts.push(Buffer.from(value.slice(plainFrom, unit), 'utf8'));
+    // CPython escapes the run up to its first unescapable surrogate, then reports from there
+    // to the end of the run.
+    let failedAt = -1;
+    let failedUnit = 0;
+    const bytes: number[] = [];
+    while (unit < value.length && isLoneSurrogateAt(value, unit)) {
+      const code = value.charCodeAt(unit);
+      if (failedAt < 0 && code >= 0xdc80 && code <= 0xdcff) bytes.push(code & 0xff);
+      else if (failedAt < 0) {
+        failedAt = codePoints;
+        failedUnit = code;
+      }
+      unit++;
+      codePoints++;
+    }
+    if (failedAt >= 0) {
+      const detail =
+        codePoints - failedAt === 1
+          ? `character '${pyEscapeChar(failedUnit)}' in position ${failedAt}`
+          : `characters in position ${failedAt}-${codePoints - 1}`;
+      throw new PythonError(
+        'UnicodeEncodeError',
+        `'utf-8' codec can't encode ${detail}: surrogates not allowed`,
+      );
+    }
+    parts.push(Buffer.from(bytes));
+    plainFrom = unit;
+  }
+  parts.push(Buffer.from(value.slice(plainFrom), 'utf8'));
+  return Buffer.concat(parts);
+}
+
+/** A path for Node's fs: the string itself, or Python's bytes when it holds escaped bytes. */
+export function fsPath(value: string): string | Buffer {
+  return LONE_SURROGATE.test(value) ? fsencode(value) : value;
+}
+
 function isLoneSurrogateAt(value: string, index: number): boolean {
   const unit = value.charCodeAt(index);
   if (unit >= 0xd800 && unit <= 0xdbff) {

@@ -21,6 +21,7 @@ import {
   cpSlice,
   decodeUtf8,
   encodeUtf8,
+  fsencode,
   pyFloat,
   pyFormatFixed1,
   pyInt,
@@ -259,6 +260,8 @@ async function bash(
   const command = pyStr(orElse(args, 'command', ''));
   if (!command) throw new PythonError('ValueError', 'command is required');
   const timeout = bashTimeoutSeconds(args);
+  // Popen encodes argv first: an unencodable surrogate fails before a NUL byte does.
+  fsencode(command);
   if (command.includes('\0')) throw new PythonError('ValueError', 'embedded null byte');
   refuseOversizedTimeout(pyMax(0.1, timeout));
   const result = await sandbox.exec(command, {

@@ -27,7 +27,7 @@ import {
   pythonRealpath,
   type RealpathFileSystem,
 } from '../leaf/python-path.js';
-import { pyRepr } from '../leaf/python-text.js';
+import { fsencode, fsPath, pyRepr } from '../leaf/python-text.js';
 import {
   type ExecOptions,
   type ExecResult,
@@ -99,6 +99,12 @@ export class LocalSandbox implements Sandbox {
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
     if (this.disposing) return Promise.reject(new SandboxFailure('the local sandbox was disposed'));
+    try {
+      // Popen encodes argv first: an unencodable surrogate fails before a NUL byte does.
+      fsencode(command);
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
     if (command.includes('\0'))
       return Promise.reject(new PythonError('ValueError', 'embedded null byte'));
     let killer: () => void = () => undefined;
@@ -220,6 +226,8 @@ export class LocalSandbox implements Sandbox {
 
   async readFile(path: string): Promise<FileRead> {
     const target = this.absolute(path);
+    // open() encodes the path before it looks for a NUL byte.
+    fsencode(path);
     refuseNul(path, 'embedded null byte');
     let data: Buffer;
     try {
@@ -232,10 +240,16 @@ export class LocalSandbox implements Sandbox {
 
   async writeFile(path: string, data: Uint8Array): Promise<{ realPath: string }> {
     const target = this.absolute(path);
+    // pathlib makes the parents before open() looks at the file name, so a bad name still
+    // leaves them behind.
+    const parent = pathlibParent(target);
+    fsencode(parent);
+    refuseNul(parent, 'embedded null byte');
+    await pythonMkdirParents(parent);
+    fsencode(target);
     refuseNul(path, 'embedded null byte');
-    await pythonMkdirParents(pathlibParent(target));
     try {
-      await writeFile(target, data);
+      await writeFile(fsPath(target), data);
     } catch (error) {
       throw pythonOSError(error, path);
     }
@@ -367,7 +381,7 @@ const MAX_SPECIAL_FILE_BYTES = 64 * 1024 * 1024;
  * instead of blocking a thread forever, and an endless device stops with MemoryError.
  */
 async function readWhole(target: string, shownPath: string): Promise<Buffer> {
-  const handle = await open(target, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+  const handle = await open(fsPath(target), fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
   try {
     const info = await handle.stat();
     if (info.isDirectory()) {
@@ -450,11 +464,11 @@ function refuseNul(path: string, message: string): void {
 
 const realpathFileSystem: RealpathFileSystem = {
   isSymlink: (path) =>
-    lstat(path).then(
+    lstat(fsPath(path)).then(
       (info) => info.isSymbolicLink(),
       () => undefined,
     ),
-  readlink: (path) => readlink(path),
+  readlink: (path) => readlink(fsPath(path)),
 };
 
 /** pathlib's `mkdir(parents=True, exist_ok=True)`, with its errors and their paths. */
@@ -464,7 +478,7 @@ async function pythonMkdirParents(path: string): Promise<void> {
 
 async function pythonMkdir(path: string, parents: boolean): Promise<void> {
   try {
-    await mkdir(path, 0o777);
+    await mkdir(fsPath(path), 0o777);
   } catch (error) {
     if (errorCode(error) === 'ENOENT') {
       const parent = pathlibParent(path);
@@ -473,7 +487,7 @@ async function pythonMkdir(path: string, parents: boolean): Promise<void> {
       await pythonMkdir(path, false);
       return;
     }
-    const isDir = await stat(path).then(
+    const isDir = await stat(fsPath(path)).then(
       (info) => info.isDirectory(),
       () => false,
     );

@@ -289,18 +289,18 @@ const calls: Array<[string, string | null]> = [
   ['Bash', '{"command": "printf \'\\\\r\\\\r\\\\n\\\\n\'; printf \'e\\\\r\' >&2"}'],
   ['Bash', '{"command": "echo -n; kill -SEGV $$"}'],
   ['Bash', '{"command": "printf \'\\\\x0b\\\\x0c\\\\xc2\\\\x85\\\\xe2\\\\x80\\\\xa8\'"}'],
+  // Python encodes paths and argv with surrogateescape (os.fsencode).
+  ['Write', '{"file_path": "s\\ud800.txt", "content": "s"}'],
+  ['Write', '{"file_path": "sub\\udbff/x", "content": "s"}'],
+  ['Write', '{"file_path": "\\udcff.txt", "content": "s"}'],
+  ['Read', '{"file_path": "\\udcff.txt"}'],
+  ['Read', '{"file_path": "a\\udcff\\udc00b"}'],
+  ['Bash', '{"command": "LC_ALL=C ls | od -c | tail -3"}'],
+  ['Bash', '{"command": "echo \\ud800\\u0000"}'],
 ];
 
-/**
- * Paths Python encodes with surrogateescape (os.fsencode): a lone U+DC80–U+DCFF becomes the raw
- * byte, any other lone surrogate is a UnicodeEncodeError. Only DockerSandbox runs real Python.
- */
-const dockerOnlyCalls: Array<[string, string | null]> = [
-  ['Write', '{"file_path": "\\udcff.txt", "content": "s"}'],
-  ['Glob', '{"pattern": "*.txt"}'],
-  ['Read', '{"file_path": "\\udcff.txt"}'],
-  ['Bash', '{"command": "ls *.txt | od -c | head -3"}'],
-];
+/** Local globbing decodes names as UTF-8, so only Python lists a raw-byte name as it is. */
+const dockerOnlyCalls: Array<[string, string | null]> = [['Glob', '{"pattern": "*.txt"}']];
 
 const REFERENCE = [
   'import json, os, runpy, sys',

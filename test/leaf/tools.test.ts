@@ -346,6 +346,39 @@ describe.each(sandboxFactories)('tools on the $name sandbox', (factory: SandboxF
       expect((await sb.readFile(`${w}/edit-me.txt`)).data.toString()).toBe('alpha beta\n');
     });
 
+    it('encodes paths and commands as os.fsencode does (surrogateescape)', async ({ skip }) => {
+      if (skipReason) skip();
+      const pathError = (text: string, position: string): string =>
+        `UnicodeEncodeError: 'utf-8' codec can't encode ${text} in position ${position}: surrogates not allowed`;
+      const at = w.length + 1;
+      expect(await run('Write', '{"file_path": "fs\\ud800.txt", "content": "x"}')).toBe(
+        pathError("character '\\ud800'", String(at + 2)),
+      );
+      expect(await run('Read', '{"file_path": "fs\\udcff\\ud800\\udbff.txt"}')).toBe(
+        pathError('characters', `${at + 3}-${at + 4}`),
+      );
+      expect(await run('Edit', '{"file_path": "\\udc00", "old_string": "a"}')).toBe(
+        pathError("character '\\udc00'", String(at)),
+      );
+      // Parents are made before the file name fails to encode, as pathlib does.
+      expect(await run('Write', '{"file_path": "fsdir/sub/\\ud800", "content": "x"}')).toBe(
+        pathError("character '\\ud800'", String(at + 10)),
+      );
+      expect(await run('Bash', '{"command": "echo \\ud800\\u0000"}')).toBe(
+        pathError("character '\\ud800'", '5'),
+      );
+      // U+DC80..U+DCFF stand for the undecodable bytes 0x80..0xFF.
+      expect(await run('Write', '{"file_path": "fsdir/\\udcff.txt", "content": "raw"}')).toBe(
+        'Wrote fsdir/\udcff.txt (3 bytes).',
+      );
+      expect(await run('Read', '{"file_path": "fsdir/\\udcff.txt"}')).toBe(
+        'fsdir/\udcff.txt\n1. raw',
+      );
+      expect(await run('Bash', { command: 'LC_ALL=C ls fsdir | od -An -c' })).toBe(
+        'Exit code: 0\nSTDOUT:\n   s   u   b  \\n 377   .   t   x   t  \\n\n\nSTDERR:\n',
+      );
+    });
+
     it('writes through symlinks and displays the target', async ({ skip }) => {
       if (skipReason) skip();
       expect(await run('Write', { file_path: 'ln/w.py', content: 'w' })).toBe(
