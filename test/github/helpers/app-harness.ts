@@ -11,6 +11,9 @@ import nock from 'nock';
 import pino from 'pino';
 import { startApp, type RunningApp } from '../../../src/app.js';
 import { reap } from '../../../src/runner/reap.js';
+import { RunQueue } from '../../../src/runner/queue.js';
+import { LABEL_RUN } from '../../../src/runner/docker-sandbox.js';
+import type Docker from 'dockerode';
 import { connectDocker } from '../../../src/runner/docker-engine.js';
 import { runPipeline } from '../../../src/runner/run.js';
 import { createPythonRepo } from '../../support/python-repo.js';
@@ -127,8 +130,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         snapshots: { enabled: false },
       }),
     reapOrphans: async (liveRunIds) => {
-      await reap(sandbox === 'docker' ? connectDocker() : undefined, {
-        liveRunIds,
+      const docker = sandbox === 'docker' ? connectDocker() : undefined;
+      await reap(docker, {
+        liveRunIds: [...liveRunIds, ...(await foreignRuns(docker, dataDir))],
         workRoot: join(dataDir, 'runs'),
         log: silentLog,
       });
@@ -455,4 +459,22 @@ export function gate(): { step: ScriptStep; release: () => void; reached: Promis
     release,
     reached,
   };
+}
+
+/**
+ * Containers of runs this harness's queue never had: other test files share the engine and
+ * run at the same time, so for the reaper they count as live (in production every worker
+ * sharing an engine shares the queue, so the queue alone knows which runs are live).
+ */
+async function foreignRuns(docker: Docker | undefined, dataDir: string): Promise<string[]> {
+  if (!docker) return [];
+  const queue = RunQueue.open({ dataDir, concurrency: 1 });
+  let ours: Set<string>;
+  try {
+    ours = new Set(queue.list().map((run) => run.id));
+  } finally {
+    queue.close();
+  }
+  const containers = await docker.listContainers({ all: true, filters: { label: [LABEL_RUN] } });
+  return containers.map((c) => c.Labels[LABEL_RUN] ?? '').filter((id) => !ours.has(id));
 }
