@@ -104,6 +104,54 @@ describe('sanitizeIssueText', () => {
     expect(out).toBe('```\n<!-- shown -->\n```');
   });
 
+  it.each([
+    [
+      'a comment around a fenced block',
+      `Fix the bug.\n<!--\n\`\`\`\n${INJECT}\n\`\`\`\n-->\nThanks`,
+    ],
+    ['a comment around a code span', `Fix the bug. <!-- \`${INJECT}\` --> Thanks`],
+    ['an unterminated comment before a fence', `Fix the bug.\n<!--\n~~~\n${INJECT}\n~~~`],
+    [
+      'a hidden element around a fenced block',
+      `Fix the bug.\n<div hidden>\n\n\`\`\`\n${INJECT}\n\`\`\`\n\n</div>\nThanks`,
+    ],
+    ['a bogus comment around a code span', `Fix the bug. <! \`${INJECT}\` > Thanks`],
+    [
+      'a comment line inside what looks like a multi-line code span',
+      `Fix the bug. \`\`\`\n<!-- \`x\` ${INJECT} --> \`\`\`\nThanks`,
+    ],
+    [
+      'a comment after a closed comment on a would-be fence line',
+      `Fix the bug.\n<!-- -->\`\`\`\n<!-- ${INJECT} -->\n`,
+    ],
+  ])('removes %s: code inside hidden markup is hidden too', (_name, attack) => {
+    const out = sanitizeIssueText(attack);
+    expect(out).toContain('Fix the bug.');
+    expect(out).not.toContain('IGNORE PREVIOUS');
+    expect(out).not.toContain('evil.sh');
+    expect(out).not.toContain('-->');
+  });
+
+  it('removes markdown link titles (tooltips) but keeps the link', () => {
+    expect(sanitizeIssueText(`See [the docs](https://example.com/a "${INJECT}").`)).toBe(
+      'See [the docs](https://example.com/a).',
+    );
+    expect(sanitizeIssueText(`See [x](<https://example.com/a b> '${INJECT}').`)).toBe(
+      'See [x](<https://example.com/a b>).',
+    );
+    expect(sanitizeIssueText(`See [x](https://example.com/a (${INJECT})).`)).toBe(
+      'See [x](https://example.com/a).',
+    );
+  });
+
+  it('removes character references that render as invisible code points, outside code', () => {
+    const smuggled = [...'rm -rf'].map((c) => `&#${0xe0000 + c.charCodeAt(0)};`).join('');
+    const out = sanitizeIssueText(
+      `ad&#8203;d&zwnj;() re&#x200B;turns&shy; -1${smuggled}&lrm;&#x202E; &amp; &lt;ok&gt; &#65;\n\`&#8203;\``,
+    );
+    expect(out).toBe('add() returns -1 &amp; &lt;ok&gt; &#65;\n`&#8203;`');
+  });
+
   it('normalises line endings and collapses the blank lines left behind', () => {
     expect(sanitizeIssueText('a\r\n<!-- x -->\r\n\r\n\r\n\r\nb  \r\n')).toBe('a\n\nb');
   });
