@@ -19,16 +19,22 @@ export function inlineCode(text: string): string {
 }
 
 /**
- * Prose from the model: mentions and issue references are defused with a zero-width space
- * entity, HTML is shown as text, and secrets are redacted.
+ * Prose from the model: mentions and issue references (`#1`, `o/r#1`, `GH-1`, issue and pull
+ * request URLs, which would put our bot in other issues' timelines) are defused with a
+ * zero-width space entity, HTML is shown as text, images are shown as text (GitHub would fetch
+ * their URL when the page is viewed: a channel out for whatever the URL carries), and secrets
+ * are redacted.
  */
 export function untrustedProse(text: string): string {
   return redactSecrets(text)
     .replace(/&/g, '&amp;')
     .replace(/</g, '&lt;')
+    .replace(/!\[/g, '!\\[')
     .replace(/@(?=[A-Za-z0-9])/g, '@&#8203;')
     .replace(/(^|[^&\w])#(?=\d)/g, '$1#&#8203;')
-    .replace(/\b([A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+)#(?=\d)/g, '$1#&#8203;');
+    .replace(/\b([A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+)#(?=\d)/g, '$1#&#8203;')
+    .replace(/\b(GH-)(?=\d)/gi, '$1&#8203;')
+    .replace(/\/(issues|pull|pulls|discussions)\/(?=\d)/gi, '/$1/&#8203;');
 }
 
 /** A table cell: one line, pipes escaped, no mentions. */

