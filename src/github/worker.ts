@@ -360,12 +360,19 @@ export class WorkerPool {
       };
     } catch (error) {
       log.warn({ err: error }, 'publishing failed');
-      return {
-        kind: 'failed',
-        reason: `the change was made, but pushing the branch or opening the draft pull request failed: ${redactSecrets(
-          error instanceof Error ? error.message : String(error),
-        )}`,
-      };
+      return publishFailure(error);
     }
   }
+}
+
+/**
+ * The status for a failed publish. The error carries git's output, which names files from the
+ * patch (written by the model): shown in a code block, so it cannot ping or link anyone.
+ */
+export function publishFailure(error: unknown): StatusState {
+  return {
+    kind: 'failed',
+    reason: 'the change was made, but pushing the branch or opening the draft pull request failed:',
+    detail: redactSecrets(error instanceof Error ? error.message : String(error)),
+  };
 }
