@@ -82,6 +82,11 @@ function escapesRepository(file: string): boolean {
   return file.startsWith('/') || file.split(/[/\\]/).some((seg) => seg === '..');
 }
 
+// A line of a binary hunk: `literal N` / `delta N`, or base85 data (a length letter, then
+// base85 characters only). Anything else ends the binary hunk, as it does for `git apply`,
+// which then looks for the next header, a bare `---`/`+++` pair included.
+const BINARY_HUNK_LINE = /^(?:(?:literal|delta) \d+|[A-Za-z][0-9A-Za-z!#$%&()*+;<=>?@^_`{|}~-]*|)$/;
+
 /** Paths per `diff --git` block (and per bare `---`/`+++` pair outside any block). */
 function splitBlocks(patch: string): string[][] {
   const blocks: string[][] = [];
@@ -124,7 +129,8 @@ function splitBlocks(patch: string): string[][] {
       else pendingHeader = rest;
       continue;
     }
-    if (inBinary) continue;
+    if (inBinary && BINARY_HUNK_LINE.test(line)) continue;
+    inBinary = false;
     if (line === 'GIT binary patch') {
       inBinary = true;
       continue;

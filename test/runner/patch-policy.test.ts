@@ -191,6 +191,33 @@ describe('checkPatch', () => {
     expect(checkPatch(patch, policy).some((v) => v.rule === 'git_dir')).toBe(true);
   });
 
+  it('sees a plain ---/+++ diff that follows a binary hunk, as git apply does', () => {
+    const files = { 'ok.bin': Buffer.from([0, 1]), '.github/workflows/ci.yml': 'name: ci\n' };
+    const binary = diffOf(files, (d) => put(d, 'ok.bin', Buffer.from([0, 2])));
+    expect(binary).toContain('GIT binary patch');
+    const smuggled = `${binary}--- a/.github/workflows/ci.yml\n+++ b/.github/workflows/ci.yml\n@@ -1 +1,2 @@\n name: ci\n+evil: true\n`;
+    // git apply really applies both files from this text.
+    const dir = mkdtempSync(path.join(tmpdir(), 'policy-apply-'));
+    dirs.push(dir);
+    git(dir, 'init', '-q');
+    for (const [name, data] of Object.entries(files)) put(dir, name, data);
+    git(dir, 'add', '-A');
+    writeFileSync(path.join(dir, '..', `${path.basename(dir)}.patch`), smuggled);
+    dirs.push(path.join(dir, '..', `${path.basename(dir)}.patch`));
+    const numstat = git(
+      dir,
+      'apply',
+      '--numstat',
+      path.join(dir, '..', `${path.basename(dir)}.patch`),
+    );
+    expect(numstat).toContain('.github/workflows/ci.yml');
+
+    expect(patchFiles(smuggled)).toEqual(['ok.bin', '.github/workflows/ci.yml']);
+    expect(checkPatch(smuggled, policy)).toEqual([
+      { rule: 'blocked_path', detail: '.github/workflows/ci.yml matches blocked path .github/**' },
+    ]);
+  });
+
   it('enforces the size limit in bytes', () => {
     const patch = diffOf({ 'big.txt': 'a\n' }, (d) => put(d, 'big.txt', 'é'.repeat(3000)));
     const bytes = Buffer.byteLength(patch);
