@@ -43,6 +43,14 @@ export function checkPatch(patch: string, policy: PatchPolicy): PolicyViolation[
     if (hit)
       violations.push({ rule: 'blocked_path', detail: `${file} matches blocked path ${hit.glob}` });
   }
+  for (const file of gitlinks(patch)) {
+    // A submodule commit (and, with .gitmodules, its URL) is nothing a sandbox without network
+    // can have produced; in a CI that checks out submodules it fetches code from elsewhere.
+    violations.push({
+      rule: 'blocked_path',
+      detail: `${file} would become a submodule (gitlink), which the bot may not add or change`,
+    });
+  }
   if (!violations.some((v) => v.rule === 'git_dir')) {
     for (const line of patch.split('\n')) {
       // Belt and braces: a header naming `.git` is refused even if it names no usable file.
@@ -80,6 +88,26 @@ function touchesGitDir(file: string): boolean {
 
 function escapesRepository(file: string): boolean {
   return file.startsWith('/') || file.split(/[/\\]/).some((seg) => seg === '..');
+}
+
+/** Paths the patch turns into (or keeps as) gitlinks: mode 160000 on the new side. */
+function gitlinks(patch: string): string[] {
+  const out = new Set<string>();
+  let current: string | undefined;
+  for (const line of patch.split('\n')) {
+    if (line.startsWith('diff --git ')) {
+      const rest = line.slice('diff --git '.length);
+      current = headerPaths(rest)?.at(-1) ?? rest;
+      continue;
+    }
+    if (
+      /^(?:new file mode|new mode) 160000\s*$/.test(line) ||
+      /^index [0-9a-f]+\.\.[0-9a-f]+ 160000\s*$/.test(line)
+    ) {
+      out.add(current ?? '(unnamed)');
+    }
+  }
+  return [...out];
 }
 
 // A line of a binary hunk: `literal N` / `delta N`, or base85 data (a length letter, then

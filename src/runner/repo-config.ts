@@ -13,7 +13,10 @@ export const REPO_CONFIG_PATH = '.github/frognano.yml';
  * replacing it: a config file in the repository must not be able to unblock the
  * workflows directory for a patch written by the agent.
  */
-export const DEFAULT_BLOCKED_PATHS: readonly string[] = Object.freeze(['.github/**']);
+export const DEFAULT_BLOCKED_PATHS: readonly string[] = Object.freeze([
+  '.github/**',
+  '.gitmodules',
+]);
 
 const MAX_CONFIG_BYTES = 64 * 1024;
 const MAX_TIMEOUT_MINUTES = 24 * 60;

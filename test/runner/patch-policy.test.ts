@@ -218,6 +218,28 @@ describe('checkPatch', () => {
     ]);
   });
 
+  it('refuses a patch that adds or moves a submodule (gitlink), and .gitmodules by default', () => {
+    const sha = '1234567890123456789012345678901234567890';
+    const added = `diff --git a/vendor/lib b/vendor/lib\nnew file mode 160000\nindex 0000000..1234567\n--- /dev/null\n+++ b/vendor/lib\n@@ -0,0 +1 @@\n+Subproject commit ${sha}\n`;
+    expect(checkPatch(added, policy)).toEqual([
+      {
+        rule: 'blocked_path',
+        detail:
+          'vendor/lib would become a submodule (gitlink), which the bot may not add or change',
+      },
+    ]);
+    const moved = `diff --git a/sub b/sub\nindex 1111111..2222222 160000\n--- a/sub\n+++ b/sub\n@@ -1 +1 @@\n-Subproject commit ${'1'.repeat(40)}\n+Subproject commit ${sha}\n`;
+    expect(checkPatch(moved, policy).map((v) => v.detail)).toEqual([
+      'sub would become a submodule (gitlink), which the bot may not add or change',
+    ]);
+    const modules = diffOf({ 'a.txt': 'a\n' }, (d) =>
+      put(d, '.gitmodules', '[submodule "x"]\n\tpath = x\n\turl = https://evil.example/x\n'),
+    );
+    expect(checkPatch(modules, policy)).toEqual([
+      { rule: 'blocked_path', detail: '.gitmodules matches blocked path .gitmodules' },
+    ]);
+  });
+
   it('enforces the size limit in bytes', () => {
     const patch = diffOf({ 'big.txt': 'a\n' }, (d) => put(d, 'big.txt', 'é'.repeat(3000)));
     const bytes = Buffer.byteLength(patch);

@@ -36,7 +36,7 @@ async function errorOf(config: string): Promise<string> {
 
 describe('loadRepoConfig', () => {
   it('gives the defaults when the file is missing or empty', async () => {
-    const defaults = { setup: [], network: 'none', blocked_paths: ['.github/**'] };
+    const defaults = { setup: [], network: 'none', blocked_paths: ['.github/**', '.gitmodules'] };
     expect(await loadRepoConfig(tree())).toEqual(defaults);
     expect(await loadRepoConfig(tree(''))).toEqual(defaults);
     expect(await loadRepoConfig(tree('# only a comment\n'))).toEqual(defaults);
@@ -68,7 +68,7 @@ describe('loadRepoConfig', () => {
       instructions: 'Keep the public API stable.',
       max_steps: 40,
       timeout_minutes: 12.5,
-      blocked_paths: ['.github/**', 'docs/**', '*.lock'],
+      blocked_paths: ['.github/**', '.gitmodules', 'docs/**', '*.lock'],
     });
   });
 
@@ -80,7 +80,7 @@ describe('loadRepoConfig', () => {
     const config = await loadRepoConfig(tree('blocked_paths: []'));
     expect(config.blocked_paths).toEqual([...DEFAULT_BLOCKED_PATHS]);
     const again = await loadRepoConfig(tree('blocked_paths: [".github/**", "x/**"]'));
-    expect(again.blocked_paths).toEqual(['.github/**', 'x/**']);
+    expect(again.blocked_paths).toEqual(['.github/**', '.gitmodules', 'x/**']);
   });
 
   it('drops blank instructions', async () => {
