@@ -34,6 +34,7 @@ import { RepoConfigError, loadRepoConfig, type RepoConfig } from './repo-config.
 import type { RunOutcome, RunPhase, RunRequest, RunResult, TestResult } from './run-types.js';
 import {
   DEFAULT_SNAPSHOT_CAP,
+  SNAPSHOT_LABEL,
   evictSnapshots,
   findSnapshot,
   hashDependencyManifests,
@@ -225,7 +226,15 @@ export async function runPipeline(
         }
         let baseImageId: string;
         try {
-          baseImageId = (await docker.getImage(image).inspect()).Id;
+          const info = await docker.getImage(image).inspect();
+          // A setup snapshot holds what one repository's setup made (its private dependencies,
+          // whatever setup fetched); it is only ever picked by its own key, never by name.
+          if (info.Config?.Labels?.[SNAPSHOT_LABEL] === '1') {
+            throw new Error(
+              `sandbox image ${image} is a frognano setup snapshot; name a base image instead (snapshots are used only by their own repository's runs)`,
+            );
+          }
+          baseImageId = info.Id;
         } catch (error) {
           if ((error as { statusCode?: number }).statusCode === 404) {
             throw new Error(

@@ -304,6 +304,45 @@ describeDocker('runPipeline with the Docker sandbox', () => {
     }
   });
 
+  it("refuses another repository's setup snapshot named as the image", async () => {
+    // A working image carrying the snapshot label of some other repository.
+    const source = await docker.createContainer({ Image: DEFAULT_SANDBOX_IMAGE, Cmd: ['true'] });
+    const tag = `other-${Date.now()}`;
+    try {
+      await source.commit({
+        repo: SNAPSHOT_REPOSITORY,
+        tag,
+        changes: [
+          `LABEL ${SNAPSHOT_LABEL}=1`,
+          `LABEL ${SNAPSHOT_REPO_LABEL}=https://example.com/private.git`,
+        ],
+      });
+    } finally {
+      await source.remove({ force: true });
+    }
+    const repo = createPythonRepo(mkdtempSync(path.join(root, 'steal-')), {
+      '.github/frognano.yml': `image: ${SNAPSHOT_REPOSITORY}:${tag}\n`,
+    });
+    const m = await deps([toolCall('Bash', { command: 'ls /' }), finalAnswer('ok')]);
+    const runId = `t-steal-${Date.now()}`;
+    try {
+      const result = await runPipeline(
+        request(repo.dir, runId, path.join(root, 'out-steal')),
+        m.deps,
+      );
+      expect(result.outcome).toBe('sandbox_failed');
+      expect(result.error).toContain('is a frognano setup snapshot');
+      expect(m.chats()).toBe(0);
+    } finally {
+      await m.close();
+      await docker
+        .getImage(`${SNAPSHOT_REPOSITORY}:${tag}`)
+        .remove({ force: true })
+        .catch(() => undefined);
+    }
+    expect(await labelledContainers(runId)).toEqual([]);
+  });
+
   it('fails with sandbox_failed in one line for a missing image, leaving nothing behind', async () => {
     const repo = createPythonRepo(mkdtempSync(path.join(root, 'img-')));
     const m = await deps([]);
