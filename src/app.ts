@@ -239,6 +239,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       return appFn(app, appOptions);
     });
     httpServer = await server.start();
+    limitWebhookBodies(httpServer, config.webhookPath);
     // Deliveries recorded before a crash but not yet handled.
     void intake.kick();
   }
@@ -261,6 +262,33 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       queue.close();
     },
   };
+}
+
+/** GitHub caps webhook payloads at 25 MB; anything announcing more is not GitHub. */
+export const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
+
+/**
+ * Probot's webhook middleware reads the whole body into memory before it checks the signature,
+ * so anyone could make it buffer gigabytes. A request to the webhook path whose Content-Length
+ * is over the cap is answered 413 before any listener reads it. (A chunked body has no length
+ * to check up front; Node's request timeout still bounds it.)
+ */
+function limitWebhookBodies(server: HttpServer, webhookPath: string): void {
+  const listeners = server.listeners('request') as ((
+    req: IncomingMessage,
+    res: ServerResponse,
+  ) => void)[];
+  server.removeAllListeners('request');
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const path = (req.url ?? '').split('?')[0];
+    const length = Number(req.headers['content-length'] ?? 0);
+    if (path === webhookPath && length > MAX_WEBHOOK_BYTES) {
+      res.writeHead(413, { connection: 'close', 'content-type': 'text/plain' });
+      res.end('payload too large\n');
+      return;
+    }
+    for (const listener of listeners) listener.call(server, req, res);
+  });
 }
 
 // Probot's Server treats port 0 as "use 3000"; pick a free port ourselves.

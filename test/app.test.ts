@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startApp } from '../src/app.js';
+import { request } from 'node:http';
+import { MAX_WEBHOOK_BYTES, startApp } from '../src/app.js';
 import { decideTrigger } from '../src/github/triggers.js';
 import { RunQueue } from '../src/runner/queue.js';
 import { finalAnswer } from './support/scripted-model-server.js';
@@ -98,6 +99,39 @@ describe('the webhook endpoint (real HTTP server)', () => {
     expect(unsigned.status).toBe(400);
     expect(harness.app.queue!.pendingDeliveries()).toEqual([]);
     expect(harness.app.queue!.list()).toEqual([]);
+  });
+
+  it('answers 413 to a body announced over 25 MiB without reading it, and stays up', async () => {
+    harness = await startHarness();
+    const url = new URL(`${harness.url}/api/github/webhooks`);
+    const big = Buffer.alloc(MAX_WEBHOOK_BYTES + 1024, 0x20);
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(
+        url,
+        {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'content-length': big.length,
+            'x-github-event': 'issues',
+            'x-github-delivery': 'huge',
+            'x-hub-signature-256': sign('{}'),
+          },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      // The server may close the socket while the body is still being written.
+      req.on('error', (error) => setTimeout(() => reject(error), 2000).unref());
+      req.end(big);
+    });
+    expect(status).toBe(413);
+    const payload = labeledPayload();
+    const bad = await harness.deliver('issues', payload, 'after', sign('{}'));
+    expect(bad).toBe(400);
+    expect(harness.app.queue!.pendingDeliveries()).toEqual([]);
   });
 
   it('makes one run from a duplicated delivery and reports an empty patch plainly', async () => {
