@@ -309,7 +309,10 @@ export class ToolHelperChannel {
       try {
         const info = await this.exec.inspect();
         if (!info.Running && info.ExitCode !== null && info.ExitCode !== undefined) {
-          return info.ExitCode === 126 || info.ExitCode === 127;
+          // 126 is also what the runtime answers for any exec it could not start (a container
+          // being stopped, a cgroup limit), so only a shell-style 127 counts without the
+          // runtime's own "executable file not found" message above.
+          return info.ExitCode === 127;
         }
       } catch {
         return false;
