@@ -93,13 +93,22 @@ export function frognanoApp(deps: FrognanoAppDeps): ApplicationFunction {
   };
 }
 
-function trajectoryHandler(dataDir: string) {
+/** Serves run trajectories: run ids only (no path from the URL reaches the file system). */
+export function trajectoryHandler(dataDir: string) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     const m = /^\/frognano\/runs\/([0-9a-f-]{36})\/trajectory\.json$/.exec(req.url ?? '');
     if (req.method !== 'GET' || !m) return false;
     try {
       const body = await readFile(join(runOutDir(dataDir, m[1] as string), 'trajectory.json'));
-      res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+      // The content was written by a model: never let a browser sniff it into a page.
+      res
+        .writeHead(200, {
+          'content-type': 'application/json; charset=utf-8',
+          'x-content-type-options': 'nosniff',
+          'content-security-policy': "default-src 'none'; sandbox",
+          'content-disposition': 'inline; filename="trajectory.json"',
+        })
+        .end(body);
     } catch {
       res.writeHead(404).end();
     }
