@@ -37,11 +37,11 @@ const LEVELS: Detail[] = [
 
 export function renderPrBody(input: PrBodyInput): string {
   for (const level of LEVELS) {
-    const body = render(input, level);
+    const body = redactSecrets(render(input, level));
     if (body.length <= BODY_BUDGET) return body;
   }
   // Pathological input (e.g. enormous tool names): cut hard but keep the closing note visible.
-  const body = render(input, LEVELS[LEVELS.length - 1] as Detail);
+  const body = redactSecrets(render(input, LEVELS[LEVELS.length - 1] as Detail));
   const note = '\n\n_(The rest of this description was cut to fit GitHub’s size limit.)_';
   return body.slice(0, BODY_BUDGET - note.length) + note;
 }

@@ -107,7 +107,9 @@ export function renderStatus(
     );
     lines.push('', `<sub>${bits.join(' · ')}</sub>`);
   }
-  return lines.join('\n');
+  // Reasons carry error texts (clone, sandbox, model endpoint): whatever secret the process
+  // knows of must not reach a public comment through any of them.
+  return redactSecrets(lines.join('\n'));
 }
 
 function quote(text: string): string {

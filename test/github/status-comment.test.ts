@@ -11,6 +11,8 @@ import {
 import { API, silentLog, testOctokit } from './helpers/github.js';
 import { useStrictNock } from './helpers/strict-nock.js';
 import { runResult } from './helpers/run-result.js';
+import { renderPrBody } from '../../src/github/pr-body.js';
+import { registerSecret } from '../../src/redact.js';
 
 useStrictNock();
 const issue = { owner: 'o', repo: 'r', issueNumber: 5 };
@@ -75,6 +77,27 @@ describe('describeResult', () => {
     expect(text).toContain('no pull request: the model finished without changing any file.');
     expect(text).toContain('No test command was configured or detected either.');
     expect(text).toContain('> I could not find the bug, @&#8203;someone.');
+  });
+
+  it('never shows a registered secret, whichever error text carries it', () => {
+    const secret = 'model-api-key-0123456789abcdef';
+    registerSecret(secret);
+    for (const outcome of ['model_unreachable', 'sandbox_failed', 'clone_failed'] as const) {
+      const state = describeResult(
+        runResult({ outcome, error: `POST https://llm.example/v1 with key ${secret} failed` }),
+      );
+      expect(renderStatus(state!)).not.toContain(secret);
+    }
+    const body = renderPrBody({
+      result: runResult({
+        error: secret,
+        testCommand: { command: `pytest --key=${secret}`, source: 'config' },
+      }),
+      issueNumber: 1,
+      triggeredBy: 'a',
+      model: `m ${secret}`,
+    });
+    expect(body).not.toContain(secret);
   });
 
   it('lets a good result through to publishing and maps cancel', () => {
