@@ -122,7 +122,7 @@ export class ToolHelperChannel {
     } catch (error) {
       channel.close();
       if (error instanceof HelperChannelError && !channel.helloSeen) {
-        const missing = await channel.pythonMissing();
+        const missing = await channel.pythonMissing(options.container);
         if (missing) {
           throw new HelperPythonMissing(
             `image ${options.image} has no python3; the sandbox tool helper needs it; use an image with python3`,
@@ -297,7 +297,7 @@ export class ToolHelperChannel {
   }
 
   /** After an early end: did the exec fail because python3 could not be run? */
-  private async pythonMissing(): Promise<boolean> {
+  private async pythonMissing(container: Docker.Container): Promise<boolean> {
     if (
       /executable file not found|no such file or directory.*python3|python3: not found/i.test(
         this.stderrTail,
@@ -309,10 +309,11 @@ export class ToolHelperChannel {
       try {
         const info = await this.exec.inspect();
         if (!info.Running && info.ExitCode !== null && info.ExitCode !== undefined) {
-          // 126 is also what the runtime answers for any exec it could not start (a container
-          // being stopped, a cgroup limit), so only a shell-style 127 counts without the
-          // runtime's own "executable file not found" message above.
-          return info.ExitCode === 127;
+          if (info.ExitCode === 127) return true;
+          // 126 is also what the runtime answers for an exec into a container that is being
+          // stopped or removed: only a container still running means python3 is missing.
+          if (info.ExitCode !== 126) return false;
+          return (await container.inspect()).State.Running;
         }
       } catch {
         return false;
