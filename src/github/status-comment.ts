@@ -120,7 +120,10 @@ function quote(text: string): string {
 }
 
 /** A plain-words account of why a run produced no pull request, from its result. */
-export function describeResult(result: RunResult): StatusState | undefined {
+export function describeResult(run: RunResult): StatusState | undefined {
+  // Error texts can carry text from inside the sandbox (e.g. what the agent wrote to the tool
+  // helper's stderr): prose, so defused like the model's own words.
+  const result = run.error === undefined ? run : { ...run, error: untrustedProse(run.error) };
   switch (result.outcome) {
     case 'config_error':
       return {

@@ -79,6 +79,25 @@ describe('describeResult', () => {
     expect(text).toContain('> I could not find the bug, @&#8203;someone.');
   });
 
+  it('defuses mentions, references, images and HTML in error texts shown as prose', () => {
+    for (const outcome of [
+      'sandbox_failed',
+      'model_unreachable',
+      'clone_failed',
+      'setup_failed',
+    ] as const) {
+      const state = describeResult(
+        runResult({
+          outcome,
+          error: 'tool helper died: @everyone see #1 ![x](https://evil.example/p.png) <img src=x>',
+        }),
+      );
+      const text = renderStatus(state!);
+      expect(text).toContain('tool helper died');
+      expect(text).not.toMatch(/@everyone|#1\b|!\[x\]\(|<img/);
+    }
+  });
+
   it('never shows a registered secret, whichever error text carries it', () => {
     const secret = 'model-api-key-0123456789abcdef';
     registerSecret(secret);
