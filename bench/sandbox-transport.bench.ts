@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { PassThrough } from 'node:stream';
 import type Docker from 'dockerode';
+import pino from 'pino';
 import tar from 'tar-stream';
 import { executeTool } from '../src/leaf/tools.js';
 import { connectDocker, describeDockerEndpoint } from '../src/runner/docker-engine.js';
@@ -143,6 +144,7 @@ export default async function run(): Promise<void> {
   const sandbox = await createDockerSandbox({
     runId: `bench-transport-${process.pid}`,
     repo: 'bench/transport',
+    logger: pino({ level: process.env.BENCH_LOG ?? 'silent' }),
   });
   try {
     await sandbox.copyIn(repo);
