@@ -29,28 +29,12 @@ export function checkPatch(patch: string, policy: PatchPolicy): PolicyViolation[
       detail: `the patch is ${size} bytes, more than the ${maxBytes} allowed`,
     });
   }
-  const matchers = policy.blockedPaths.map((glob) => ({ glob, match: compile(glob) }));
+  const matchers = compileAll(policy.blockedPaths);
   for (const file of patchFiles(patch)) {
-    if (touchesGitDir(file)) {
-      violations.push({ rule: 'git_dir', detail: `${file} is inside a .git directory` });
-      continue;
-    }
-    if (escapesRepository(file)) {
-      violations.push({ rule: 'blocked_path', detail: `${file} is outside the repository` });
-      continue;
-    }
-    const hit = matchers.find(({ match }) => candidates(file).some((c) => match(c)));
-    if (hit)
-      violations.push({ rule: 'blocked_path', detail: `${file} matches blocked path ${hit.glob}` });
+    const v = pathViolation(file, matchers);
+    if (v) violations.push(v);
   }
-  for (const file of gitlinks(patch)) {
-    // A submodule commit (and, with .gitmodules, its URL) is nothing a sandbox without network
-    // can have produced; in a CI that checks out submodules it fetches code from elsewhere.
-    violations.push({
-      rule: 'blocked_path',
-      detail: `${file} would become a submodule (gitlink), which the bot may not add or change`,
-    });
-  }
+  for (const file of gitlinks(patch)) violations.push(gitlinkViolation(file));
   if (!violations.some((v) => v.rule === 'git_dir')) {
     for (const line of patch.split('\n')) {
       // Belt and braces: a header naming `.git` is refused even if it names no usable file.
@@ -63,6 +47,50 @@ export function checkPatch(patch: string, policy: PatchPolicy): PolicyViolation[
     }
   }
   return violations;
+}
+
+/**
+ * The same checks on what git itself changed when it applied the patch to a clean clone
+ * (`Workspace.changesFromPatch`): whatever the text parser above misread, git's reading is
+ * the one that gets published.
+ */
+export function checkAppliedChanges(
+  changes: readonly { path: string; newMode: string }[],
+  policy: PatchPolicy,
+): PolicyViolation[] {
+  const matchers = compileAll(policy.blockedPaths);
+  const violations: PolicyViolation[] = [];
+  for (const change of changes) {
+    const v = pathViolation(change.path, matchers);
+    if (v) violations.push(v);
+    if (change.newMode === '160000') violations.push(gitlinkViolation(change.path));
+  }
+  return violations;
+}
+
+type Matcher = { glob: string; match: (p: string) => boolean };
+
+function compileAll(globs: readonly string[]): Matcher[] {
+  return globs.map((glob) => ({ glob, match: compile(glob) }));
+}
+
+function pathViolation(file: string, matchers: readonly Matcher[]): PolicyViolation | undefined {
+  if (touchesGitDir(file)) return { rule: 'git_dir', detail: `${file} is inside a .git directory` };
+  if (escapesRepository(file))
+    return { rule: 'blocked_path', detail: `${file} is outside the repository` };
+  const hit = matchers.find(({ match }) => candidates(file).some((c) => match(c)));
+  return hit
+    ? { rule: 'blocked_path', detail: `${file} matches blocked path ${hit.glob}` }
+    : undefined;
+}
+
+// A submodule commit (and, with .gitmodules, its URL) is nothing a sandbox without network can
+// have produced; in a CI that checks out submodules it fetches code from elsewhere.
+function gitlinkViolation(file: string): PolicyViolation {
+  return {
+    rule: 'blocked_path',
+    detail: `${file} would become a submodule (gitlink), which the bot may not add or change`,
+  };
 }
 
 function compile(glob: string): (p: string) => boolean {

@@ -29,7 +29,12 @@ import {
   type DockerSandboxLimits,
 } from './docker-sandbox.js';
 import { createLocalSandbox } from './local-sandbox.js';
-import { DEFAULT_MAX_PATCH_BYTES, checkPatch, patchFiles } from './patch-policy.js';
+import {
+  DEFAULT_MAX_PATCH_BYTES,
+  checkAppliedChanges,
+  checkPatch,
+  patchFiles,
+} from './patch-policy.js';
 import { RepoConfigError, loadRepoConfig, type RepoConfig } from './repo-config.js';
 import type { RunOutcome, RunPhase, RunRequest, RunResult, TestResult } from './run-types.js';
 import {
@@ -409,13 +414,27 @@ export async function runPipeline(
       if (signal.aborted) return stop('cancelled', 'the run was cancelled');
     }
 
-    // 9. Policy checks on the patch text.
-    result.violations = await phase('policy', async () =>
-      checkPatch(leaf.patch, {
+    // 9. Policy checks on the patch text, and on what git makes of it on a clean clone.
+    result.violations = await phase('policy', async () => {
+      const policy = {
         blockedPaths: config.blocked_paths,
         maxPatchBytes: deps.maxPatchBytes ?? DEFAULT_MAX_PATCH_BYTES,
-      }),
-    );
+      };
+      const violations = checkPatch(leaf.patch, policy);
+      if (leaf.patch.trim() === '' || violations.some((v) => v.rule === 'patch_size'))
+        return violations;
+      try {
+        const changes = await workspace!.changesFromPatch(leaf.patch);
+        for (const v of checkAppliedChanges(changes, policy)) {
+          if (!violations.some((w) => w.rule === v.rule && w.detail === v.detail))
+            violations.push(v);
+        }
+      } catch (error) {
+        // Publishing applies it the same way and will say so; the text checks stand.
+        log.warn({ err: errorText(error) }, 'the patch does not apply to a clean clone');
+      }
+      return violations;
+    });
     return result;
   } catch (error) {
     log.error({ err: errorText(error) }, 'run failed unexpectedly');

@@ -69,8 +69,22 @@ export interface Workspace {
   baseCommit: string;
   /** Whether the mirror already existed (fetched) or was cloned now. */
   mirror: { dir: string; reused: boolean };
+  /**
+   * What `git apply --index` (as publishing runs it) changes when the patch is applied to this
+   * clean clone at `baseCommit`: git's own reading of the untrusted patch text, for the policy.
+   * The clone is reset afterwards. Throws when the patch does not apply.
+   */
+  changesFromPatch(patch: string): Promise<AppliedChange[]>;
   /** Removes the run directory. Idempotent. */
   dispose(): Promise<void>;
+}
+
+/** One entry of `git diff --cached --raw --no-renames`: modes as octal text. */
+export interface AppliedChange {
+  path: string;
+  oldMode: string;
+  newMode: string;
+  status: string;
 }
 
 /** Clone or fetch failed; the message is one line, free of credentials. */
@@ -179,11 +193,44 @@ export async function prepareWorkspace(options: PrepareWorkspaceOptions): Promis
       treeDir,
       baseCommit,
       mirror: { dir: mirrorDir, reused },
+      changesFromPatch: (patch) => changesFromPatch(tree, runDir, baseCommit, patch),
       dispose: () => dispose(),
     };
   } catch (error) {
     await dispose();
     throw error;
+  }
+}
+
+async function changesFromPatch(
+  tree: SimpleGit,
+  runDir: string,
+  baseCommit: string,
+  patch: string,
+): Promise<AppliedChange[]> {
+  const file = path.join(runDir, 'policy-check.patch');
+  // Byte for byte what publishing applies (it adds a final newline when missing).
+  await writeFile(file, patch.endsWith('\n') ? patch : `${patch}\n`);
+  try {
+    await tree.raw(['apply', '--index', '--whitespace=nowarn', file]);
+    const raw = await tree.raw(['diff', '--cached', '--raw', '-z', '--no-renames', '--no-abbrev']);
+    const fields = raw.split('\0');
+    const changes: AppliedChange[] = [];
+    for (let i = 0; i + 1 < fields.length; i += 2) {
+      const meta = /^:(\d{6}) (\d{6}) [0-9a-f]+ [0-9a-f]+ ([A-Z])/.exec(fields[i] ?? '');
+      if (!meta) throw new CloneError(`unexpected git diff --raw output: ${fields[i]}`);
+      changes.push({
+        path: fields[i + 1] ?? '',
+        oldMode: meta[1]!,
+        newMode: meta[2]!,
+        status: meta[3]!,
+      });
+    }
+    return changes;
+  } finally {
+    await tree.raw(['reset', '-q', '--hard', baseCommit]).catch(() => undefined);
+    await tree.raw(['clean', '-q', '-f', '-d', '-x']).catch(() => undefined);
+    await rm(file, { force: true });
   }
 }
 

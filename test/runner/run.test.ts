@@ -328,6 +328,46 @@ describe('runPipeline with the local sandbox', () => {
     expectNothingLeft(s);
   });
 
+  it('checks what git applies, not only the patch text: a hijacked git diff cannot smuggle a blocked file', async () => {
+    // The agent owns the sandbox's shell: a login profile can make `git diff` (the patch
+    // capture) print any text. This one hides pytest.ini behind a traditional diff whose
+    // file names carry space-separated timestamps, which git apply strips and the text
+    // parser alone did not.
+    const smuggled = [
+      '--- a/pytest.ini 2020-01-01 00:00:00.000000000 +0000',
+      '+++ b/pytest.ini 2020-01-01 00:00:00.000000000 +0000',
+      '@@ -1,2 +1,2 @@',
+      ' [pytest]',
+      '-addopts = -q -p no:cacheprovider',
+      '+addopts = -q -p no:cacheprovider --co',
+      '',
+    ].join('\n');
+    const profile = [
+      'git() {',
+      '  case " $* " in',
+      `    *" diff "*) printf '%s' '${smuggled}' ;;`,
+      '    *) command git "$@" ;;',
+      '  esac',
+      '}',
+      '',
+    ].join('\n');
+    const s = await setup({
+      script: [
+        toolCall('Bash', { command: `cat > ~/.bash_profile <<'EOF'\n${profile}EOF` }),
+        finalAnswer('done'),
+      ],
+      extraFiles: { '.github/frognano.yml': 'blocked_paths: ["pytest.ini"]\n' },
+    });
+    const result = await runPipeline(s.request, s.deps);
+    expect(result.outcome).toBe('completed');
+    expect(result.patch).toBe(smuggled);
+    expect(result.violations).toContainEqual({
+      rule: 'blocked_path',
+      detail: 'pytest.ini matches blocked path pytest.ini',
+    });
+    expectNothingLeft(s);
+  });
+
   it('stops with model_unreachable in one line when the endpoint is down', async () => {
     const s = await setup();
     const result = await runPipeline(s.request, {
