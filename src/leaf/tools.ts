@@ -225,21 +225,20 @@ async function glob(sandbox: Sandbox, args: PyDict): Promise<string> {
   return shown.slice(0, GLOB_RESULT_LIMIT).join('\n') + suffix;
 }
 
-/** Python orders strings by code point; UTF-16 order differs for surrogates vs U+E000–U+FFFF. */
+/**
+ * Python orders strings by code point. JavaScript's default sort compares UTF-16 units, which
+ * puts astral characters before U+E000–U+FFFF; a lone surrogate (Python's escape for an
+ * undecodable byte in a file name) is a code point of its own.
+ */
 export function compareCodePoints(a: string, b: string): number {
-  const length = Math.min(a.length, b.length);
-  for (let i = 0; i < length; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x !== y) return codePointRank(x) - codePointRank(y);
+  let index = 0;
+  while (index < a.length && index < b.length) {
+    const x = a.codePointAt(index) as number;
+    const y = b.codePointAt(index) as number;
+    if (x !== y) return x - y;
+    index += x > 0xffff ? 2 : 1;
   }
   return a.length - b.length;
-}
-
-function codePointRank(unit: number): number {
-  if (unit >= 0xd800 && unit <= 0xdfff) return unit + 0x2000;
-  if (unit >= 0xe000) return unit - 0x800;
-  return unit;
 }
 
 /** Leaf's `_timeout_seconds`. */

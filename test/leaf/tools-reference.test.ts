@@ -325,7 +325,11 @@ const calls: Array<[string, string | null]> = [
 ];
 
 /** Local globbing decodes names as UTF-8, so only Python lists a raw-byte name as it is. */
-const dockerOnlyCalls: Array<[string, string | null]> = [['Glob', '{"pattern": "*.txt"}']];
+const dockerOnlyCalls: Array<[string, string | null]> = [
+  ['Glob', '{"pattern": "*.txt"}'],
+  ['Write', '{"file_path": "uni/\\udcff.py", "content": "b"}'],
+  ['Glob', '{"pattern": "uni/*"}'],
+];
 
 const REFERENCE = [
   'import json, os, runpy, sys',

@@ -7,7 +7,12 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Sandbox } from '../../src/leaf/sandbox.js';
 import { SandboxFailure } from '../../src/leaf/sandbox.js';
-import { bashTimeoutSeconds, executeTool, parseToolArguments } from '../../src/leaf/tools.js';
+import {
+  bashTimeoutSeconds,
+  compareCodePoints,
+  executeTool,
+  parseToolArguments,
+} from '../../src/leaf/tools.js';
 import { type SandboxFactory, sandboxFactories } from '../support/sandbox-factories.js';
 
 const SOURCE_FILES: Record<string, string | Buffer> = {
@@ -48,6 +53,22 @@ beforeAll(() => {
 
 afterAll(() => {
   rmSync(source, { recursive: true, force: true });
+});
+
+describe('compareCodePoints', () => {
+  it('orders as Python sorts str: by code point, lone surrogates (escaped bytes) included', () => {
+    // sorted(['\ue000x', '\udcff', '\U0001F600', 'a', '\udcffa', '\ud800', 'ab']) in Python
+    const names = ['\ue000x', '\udcff', '😀', 'a', '\udcffa', '\ud800', 'ab'];
+    expect([...names].sort(compareCodePoints)).toEqual([
+      'a',
+      'ab',
+      '\ud800',
+      '\udcff',
+      '\udcffa',
+      '\ue000x',
+      '😀',
+    ]);
+  });
 });
 
 describe('parseToolArguments', () => {
