@@ -3,6 +3,11 @@
 // `redactSecrets`.
 
 const secrets = new Set<string>();
+// Every run registers fresh installation tokens (they expire within the hour) and every log line
+// scans all known secrets: the set keeps the most recently registered ones, so a long-lived App
+// neither grows without bound nor slows each log line down run after run. Long-lived secrets
+// (the model API key) are registered again by every run, which keeps them recent.
+export const MAX_REGISTERED_SECRETS = 2048;
 
 // Token shapes GitHub and OpenAI-style servers hand out; caught even if never registered.
 const TOKEN_PATTERNS: RegExp[] = [
@@ -18,7 +23,18 @@ export const REDACTED = '[REDACTED]';
 
 /** Remember a secret so it is scrubbed from logs and published text. Short values are ignored. */
 export function registerSecret(value: string | undefined): void {
-  if (value && value.length >= 8) secrets.add(value);
+  if (!value || value.length < 8) return;
+  secrets.delete(value);
+  secrets.add(value);
+  for (const oldest of secrets) {
+    if (secrets.size <= MAX_REGISTERED_SECRETS) break;
+    secrets.delete(oldest);
+  }
+}
+
+/** How many secrets are remembered (bounded by MAX_REGISTERED_SECRETS). */
+export function registeredSecretCount(): number {
+  return secrets.size;
 }
 
 export function redactSecrets(text: string): string {

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { Writable } from 'node:stream';
-import { redactSecrets, registerSecret } from '../src/redact.js';
+import {
+  MAX_REGISTERED_SECRETS,
+  redactSecrets,
+  registerSecret,
+  registeredSecretCount,
+} from '../src/redact.js';
 import { createLogger } from '../src/log.js';
 
 describe('redactSecrets', () => {
@@ -18,6 +23,18 @@ describe('redactSecrets', () => {
     expect(out).not.toContain('eC1hY2Nlc3MtdG9rZW46Z2hz');
     expect(out).toContain('https://x-access-token:[REDACTED]@github.com/o/r.git');
     expect(out).toContain('Authorization: Basic [REDACTED]');
+  });
+
+  it('remembers a bounded number of secrets, the most recently registered ones', () => {
+    registerSecret('long-lived-model-api-key');
+    for (let i = 0; i < MAX_REGISTERED_SECRETS * 3; i += 1) {
+      registerSecret(`installation-token-${i}-abcdef`);
+      if (i % 1000 === 0) registerSecret('long-lived-model-api-key');
+    }
+    registerSecret('long-lived-model-api-key');
+    expect(registeredSecretCount()).toBeLessThanOrEqual(MAX_REGISTERED_SECRETS);
+    const last = `installation-token-${MAX_REGISTERED_SECRETS * 3 - 1}-abcdef`;
+    expect(redactSecrets(`a ${last} b long-lived-model-api-key`)).toBe('a [REDACTED] b [REDACTED]');
   });
 
   it('leaves ordinary text alone', () => {
