@@ -1,7 +1,7 @@
 // One run, start to finish (DESIGN.md steps 2–9 and 11): clone on the host, read the repo
 // config, start the sandbox and copy the tree in, setup (the only phase that may have a
 // network), verify-before, the Leaf loop with no network, verify-after on the patched
-// tree, policy checks on the patch, and cleanup in every case. Used by `frognano solve`
+// tree in a fresh sandbox, policy checks on the patch, and cleanup in every case. Used by `frognano solve`
 // and by the GitHub App alike; it knows nothing of GitHub.
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -214,136 +214,149 @@ export async function runPipeline(
     const snapshotsOn =
       request.sandbox === 'docker' && config.setup.length > 0 && deps.snapshots?.enabled !== false;
     const docker = request.sandbox === 'docker' ? (deps.docker ?? connectDocker(env)) : undefined;
-    let snapshot: { key: string; hitImage?: string } | undefined;
-    try {
-      sandbox = await phase('sandbox', async () => {
-        if (!docker) {
-          if (config.setup.length > 0) {
-            log.warn(
-              {},
-              'the local sandbox has no network isolation: setup runs with the host network',
-            );
-          }
-          return createLocalSandbox({
-            sourceDir: treeDir,
-            ...(deps.localTempRoot ? { tempRoot: deps.localTempRoot } : {}),
-          });
-        }
-        let baseImageId: string;
-        try {
-          const info = await docker.getImage(image).inspect();
-          // A setup snapshot holds what one repository's setup made (its private dependencies,
-          // whatever setup fetched); it is only ever picked by its own key, never by name.
-          if (info.Config?.Labels?.[SNAPSHOT_LABEL] === '1') {
-            throw new Error(
-              `sandbox image ${image} is a frognano setup snapshot; name a base image instead (snapshots are used only by their own repository's runs)`,
-            );
-          }
-          baseImageId = info.Id;
-        } catch (error) {
-          if ((error as { statusCode?: number }).statusCode === 404) {
-            throw new Error(
-              `sandbox image ${image} is not on the Docker engine: build it (see sandbox/README.md) or pass another --image`,
-            );
-          }
-          throw error;
-        }
-        if (snapshotsOn) {
-          const manifests = await hashDependencyManifests(treeDir, setupInputs(config.setup));
-          const key = snapshotKey({
-            repo: snapshotRepo(request),
-            baseImageId,
-            setup: config.setup,
-            network: config.network,
-            manifestsHash: manifests.hash,
-            treeCommit: setupInstallsTree(config.setup) ? workspace!.baseCommit : undefined,
-          });
-          snapshot = { key, hitImage: await findSnapshot(docker, key).catch(() => undefined) };
-        }
-        const start = (fromSnapshot: boolean) =>
-          createDockerSandbox({
-            docker,
-            image: fromSnapshot ? snapshotTag(snapshot!.key) : image,
-            runId: request.runId,
-            repo: snapshotRepo(request),
-            network: setupNetwork && !fromSnapshot ? 'bridge' : 'none',
-            limits: deps.sandboxLimits ?? limitsFromEnv(env, log),
-            logger: log,
-          });
-        let hit = snapshot?.hitImage !== undefined;
-        let created: DockerSandbox;
-        try {
-          created = await start(hit);
-        } catch (error) {
-          if (!hit) throw error;
-          // Evicted between lookup and start (another worker): a cold start still works.
-          log.warn({ err: errorText(error) }, 'setup snapshot unusable; running setup');
-          snapshot!.hitImage = undefined;
-          hit = false;
-          created = await start(false);
-        }
-        sandbox = created;
-        if (hit) {
-          // The snapshot holds the tree of its own time: drop what git tracked then, keep
-          // what setup made (snapshot-cache.ts explains), and bring in today's tree.
-          const refreshed = await created.exec(refreshTreeCommand(created.workdir), {
-            timeoutMs: 120_000,
-            signal,
-          });
-          if (refreshed.exitCode !== 0) {
-            throw new Error(
-              `could not refresh the snapshot's tree: ${tail(combined(refreshed), 300)}`,
-            );
-          }
-        }
-        await created.copyIn(treeDir);
-        return created;
-      });
-    } catch (error) {
-      return stop('sandbox_failed', errorText(error));
-    }
-    result.snapshotHit = snapshot?.hitImage !== undefined;
-
-    // 4. Setup (network only if the config allows, and only now).
-    if (config.setup.length > 0 && !result.snapshotHit) {
-      const failure = await phase('setup', async () => {
-        const deadline = Date.now() + (deps.setupTimeoutMs ?? DEFAULT_SETUP_TIMEOUT_MS);
-        const tails: string[] = [];
-        for (const [index, command] of config.setup.entries()) {
-          const left = deadline - Date.now();
-          const run =
-            left > 0
-              ? await sandbox!.exec(combinedOutput(command), {
-                  timeoutMs: left,
-                  signal,
-                  maxOutputBytes: COMMAND_OUTPUT_BYTES,
-                })
-              : undefined;
-          if (run) tails.push(combined(run));
-          result.setupTail = tail(tails.join('\n'), OUTPUT_TAIL_CHARS);
-          if (!run || run.timedOut)
-            return `setup command ${index + 1} (${shortCommand(command)}) did not finish within the setup time limit`;
-          if (run.exitCode !== 0)
-            return `setup command ${index + 1} (${shortCommand(command)}) failed with exit code ${run.exitCode}${limitNote(run)}`;
-        }
-        return undefined;
-      });
-      if (failure) return stop('setup_failed', failure);
-      if (snapshot && docker)
-        await saveSnapshot(docker, sandbox as DockerSandbox, snapshot.key, request, deps, log);
-    }
-
-    // 5/6. Cut the network, then verify-before.
-    if (setupNetwork && !result.snapshotHit && sandbox.kind === 'docker') {
+    // Brings a sandbox up with the ORIGINAL tree, set up, network cut: for the agent, and again
+    // (fresh, `timed` false) for verify-after. Returns why it could not, or undefined.
+    const bringUp = async (
+      timed: boolean,
+    ): Promise<{ outcome: RunOutcome; error: string } | undefined> => {
+      const step = <T>(name: RunPhase, fn: () => Promise<T>): Promise<T> =>
+        timed ? phase(name, fn) : fn();
+      let snapshot: { key: string; hitImage?: string } | undefined;
       try {
-        await (sandbox as DockerSandbox).disconnectNetwork();
+        sandbox = await step('sandbox', async () => {
+          if (!docker) {
+            if (config.setup.length > 0) {
+              log.warn(
+                {},
+                'the local sandbox has no network isolation: setup runs with the host network',
+              );
+            }
+            return createLocalSandbox({
+              sourceDir: treeDir,
+              ...(deps.localTempRoot ? { tempRoot: deps.localTempRoot } : {}),
+            });
+          }
+          let baseImageId: string;
+          try {
+            const info = await docker.getImage(image).inspect();
+            // A setup snapshot holds what one repository's setup made (its private dependencies,
+            // whatever setup fetched); it is only ever picked by its own key, never by name.
+            if (info.Config?.Labels?.[SNAPSHOT_LABEL] === '1') {
+              throw new Error(
+                `sandbox image ${image} is a frognano setup snapshot; name a base image instead (snapshots are used only by their own repository's runs)`,
+              );
+            }
+            baseImageId = info.Id;
+          } catch (error) {
+            if ((error as { statusCode?: number }).statusCode === 404) {
+              throw new Error(
+                `sandbox image ${image} is not on the Docker engine: build it (see sandbox/README.md) or pass another --image`,
+              );
+            }
+            throw error;
+          }
+          if (snapshotsOn) {
+            const manifests = await hashDependencyManifests(treeDir, setupInputs(config.setup));
+            const key = snapshotKey({
+              repo: snapshotRepo(request),
+              baseImageId,
+              setup: config.setup,
+              network: config.network,
+              manifestsHash: manifests.hash,
+              treeCommit: setupInstallsTree(config.setup) ? workspace!.baseCommit : undefined,
+            });
+            snapshot = { key, hitImage: await findSnapshot(docker, key).catch(() => undefined) };
+          }
+          const start = (fromSnapshot: boolean) =>
+            createDockerSandbox({
+              docker,
+              image: fromSnapshot ? snapshotTag(snapshot!.key) : image,
+              runId: request.runId,
+              repo: snapshotRepo(request),
+              network: setupNetwork && !fromSnapshot ? 'bridge' : 'none',
+              limits: deps.sandboxLimits ?? limitsFromEnv(env, log),
+              logger: log,
+            });
+          let hit = snapshot?.hitImage !== undefined;
+          let created: DockerSandbox;
+          try {
+            created = await start(hit);
+          } catch (error) {
+            if (!hit) throw error;
+            // Evicted between lookup and start (another worker): a cold start still works.
+            log.warn({ err: errorText(error) }, 'setup snapshot unusable; running setup');
+            snapshot!.hitImage = undefined;
+            hit = false;
+            created = await start(false);
+          }
+          sandbox = created;
+          if (hit) {
+            // The snapshot holds the tree of its own time: drop what git tracked then, keep
+            // what setup made (snapshot-cache.ts explains), and bring in today's tree.
+            const refreshed = await created.exec(refreshTreeCommand(created.workdir), {
+              timeoutMs: 120_000,
+              signal,
+            });
+            if (refreshed.exitCode !== 0) {
+              throw new Error(
+                `could not refresh the snapshot's tree: ${tail(combined(refreshed), 300)}`,
+              );
+            }
+          }
+          await created.copyIn(treeDir);
+          return created;
+        });
       } catch (error) {
-        return stop(
-          'sandbox_failed',
-          `could not cut the sandbox network before the agent: ${errorText(error)}`,
-        );
+        return { outcome: 'sandbox_failed', error: errorText(error) };
       }
-    }
+      const hit = snapshot?.hitImage !== undefined;
+      if (timed) result.snapshotHit = hit;
+
+      // 4. Setup (network only if the config allows, and only now).
+      if (config.setup.length > 0 && !hit) {
+        const failure = await step('setup', async () => {
+          const deadline = Date.now() + (deps.setupTimeoutMs ?? DEFAULT_SETUP_TIMEOUT_MS);
+          const tails: string[] = [];
+          for (const [index, command] of config.setup.entries()) {
+            const left = deadline - Date.now();
+            const run =
+              left > 0
+                ? await sandbox!.exec(combinedOutput(command), {
+                    timeoutMs: left,
+                    signal,
+                    maxOutputBytes: COMMAND_OUTPUT_BYTES,
+                  })
+                : undefined;
+            if (run) tails.push(combined(run));
+            if (timed) result.setupTail = tail(tails.join('\n'), OUTPUT_TAIL_CHARS);
+            if (!run || run.timedOut)
+              return `setup command ${index + 1} (${shortCommand(command)}) did not finish within the setup time limit`;
+            if (run.exitCode !== 0)
+              return `setup command ${index + 1} (${shortCommand(command)}) failed with exit code ${run.exitCode}${limitNote(run)}`;
+          }
+          return undefined;
+        });
+        if (failure) return { outcome: 'setup_failed', error: failure };
+        if (snapshot && docker)
+          await saveSnapshot(docker, sandbox as DockerSandbox, snapshot.key, request, deps, log);
+      }
+
+      // 5/6. Cut the network before anything else runs in there.
+      if (setupNetwork && !hit && sandbox!.kind === 'docker') {
+        try {
+          await (sandbox as DockerSandbox).disconnectNetwork();
+        } catch (error) {
+          return {
+            outcome: 'sandbox_failed',
+            error: `could not cut the sandbox network before the agent: ${errorText(error)}`,
+          };
+        }
+      }
+      return undefined;
+    };
+    const up = await bringUp(true);
+    if (up) return stop(up.outcome, up.error);
+    if (!sandbox) return stop('sandbox_failed', 'the sandbox did not start');
     if (test) {
       result.verifyBefore = await phase('verify-before', () =>
         runTest(sandbox!, test, 'verify-before', deps, signal),
@@ -406,12 +419,40 @@ export async function runPipeline(
     if (leaf.error) result.error = leaf.error;
     if (leaf.patchError) result.error = `the patch could not be captured: ${leaf.patchError}`;
 
-    // 8. Verify-after on the patched tree (nothing to verify without a patch).
+    // 8. Verify-after on the patched tree (nothing to verify without a patch), in a FRESH
+    // sandbox: the agent's one is untrusted once the loop has run (a login profile that fakes
+    // the test command, a .pth file in setup's virtualenv, a process left behind writing into
+    // the test's output), and evidence from it would be the agent's to choose.
     if (test && leaf.patch !== '') {
-      result.verifyAfter = await phase('verify-after', () =>
-        runTest(sandbox!, test, 'verify-after', deps, signal),
-      );
+      const verified = await phase('verify-after', async () => {
+        const used = sandbox;
+        sandbox = undefined;
+        // A container that will not go is the reaper's; it must not cost the run its result.
+        await used
+          ?.dispose()
+          .catch((e: unknown) =>
+            log.error({ err: errorText(e) }, 'agent sandbox removal failed; reap will finish it'),
+          );
+        const failed = await bringUp(false);
+        if (failed) return `a fresh sandbox for the tests could not be prepared: ${failed.error}`;
+        const applied = await sandbox!.exec(
+          'git -c core.hooksPath=/dev/null -c core.fsmonitor=false apply --whitespace=nowarn -',
+          {
+            stdin: leaf.patch.endsWith('\n') ? leaf.patch : `${leaf.patch}\n`,
+            timeoutMs: 120_000,
+            signal,
+          },
+        );
+        if (applied.exitCode !== 0)
+          return `the patch did not apply in a fresh sandbox: ${tail(combined(applied).trim(), 300)}`;
+        result.verifyAfter = await runTest(sandbox!, test, 'verify-after', deps, signal);
+        return undefined;
+      });
       if (signal.aborted) return stop('cancelled', 'the run was cancelled');
+      if (verified) {
+        log.warn({ reason: verified }, 'verify-after not run');
+        result.error ??= `verify-after was not run: ${verified}`;
+      }
     }
 
     // 9. Policy checks on the patch text, and on what git makes of it on a clean clone.

@@ -368,6 +368,32 @@ describe('runPipeline with the local sandbox', () => {
     expectNothingLeft(s);
   });
 
+  it('runs verify-after in a fresh sandbox: evidence cannot be faked from inside the agent sandbox', async () => {
+    // The agent leaves the bug in place, touches a comment, and makes every later `python3`
+    // in its sandbox a fake that reports success.
+    const profile = 'python3() { echo "1 passed in 0.01s"; return 0; }\n';
+    const s = await setup({
+      script: [
+        toolCall('Bash', { command: `cat > ~/.bash_profile <<'EOF'\n${profile}EOF` }),
+        toolCall('Edit', {
+          file_path: 'calc.py',
+          old_string: 'return a - b',
+          new_string: 'return a - b  # fixed',
+        }),
+        toolCall('Bash', { command: 'python3 -m pytest' }),
+        finalAnswer('Fixed, the tests pass.'),
+      ],
+    });
+    const result = await runPipeline(s.request, s.deps);
+    expect(result.outcome).toBe('completed');
+    const trajectory = readFileSync(result.trajectoryPath!, 'utf8');
+    expect(trajectory).toContain('1 passed in 0.01s');
+    expect(result.verifyBefore).toMatchObject({ exitCode: 1 });
+    expect(result.verifyAfter).toMatchObject({ exitCode: 1, timedOut: false });
+    expect(result.verifyAfter!.outputTail).toContain('1 failed, 1 passed');
+    expectNothingLeft(s);
+  });
+
   it('stops with model_unreachable in one line when the endpoint is down', async () => {
     const s = await setup();
     const result = await runPipeline(s.request, {
