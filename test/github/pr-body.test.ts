@@ -126,6 +126,7 @@ describe('renderPrBody', () => {
     expect(body.length).toBeLessThan(PR_BODY_LIMIT);
     expect(body).toContain('Fixes #9.');
     expect(body).toContain('not safety-aligned');
+    expect(body).toContain('Its commit says `[skip ci]`');
     expect(body).toContain('| after | passed (exit 0)');
     expect(body).toContain('rows omitted');
     expect(body).toContain('more files');

@@ -146,6 +146,8 @@ describe('publishPatch (real git, real smart-HTTP server)', () => {
     expect(git(bare, 'log', '-1', '--format=%B', head)).toContain(
       'Co-authored-by: octocat <583231+octocat@users.noreply.github.com>',
     );
+    // Workflows must not run the unreviewed change with the repository's secrets.
+    expect(git(bare, 'log', '-1', '--format=%B', head)).toMatch(/^\[skip ci\]$/m);
     expect(git(bare, 'diff', base, head)).toContain('-    return a - b\n+    return a + b');
 
     // The token travelled as the HTTP header git was given, and nowhere else.
