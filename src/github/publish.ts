@@ -9,6 +9,7 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { redactSecrets, registerSecret } from '../redact.js';
+import { gitAuthHeader } from '../runner/git-auth-header.js';
 import type { GitHubClient } from './octokit.js';
 
 export interface GitResult {
@@ -107,12 +108,11 @@ export function gitEnvironment(home: string, gitUrl: string, token?: string): No
     ['core.fsmonitor', 'false'],
     ['protocol.ext.allow', 'never'],
   ];
-  if (token && /^https?:/i.test(gitUrl)) {
-    const origin = new URL(gitUrl).origin;
-    const basic = Buffer.from(`x-access-token:${token}`).toString('base64');
-    registerSecret(basic);
-    config.push([`http.${origin}/.extraHeader`, `Authorization: Basic ${basic}`]);
-  }
+  const header = gitAuthHeader(
+    gitUrl,
+    token ? { username: 'x-access-token', password: token } : undefined,
+  );
+  if (header) config.push(header);
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
     HOME: home,

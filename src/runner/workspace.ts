@@ -7,6 +7,7 @@ import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { simpleGit, type SimpleGit } from 'simple-git';
 import type { Logger } from 'pino';
+import { gitAuthHeader } from './git-auth-header.js';
 import { registerSecret } from '../redact.js';
 import type { CredentialProvider } from './run-types.js';
 
@@ -347,11 +348,10 @@ export function gitEnv(
     const value = base[key];
     if (value !== undefined) env[key] = value;
   }
-  if (credential && /^https?:\/\//i.test(url)) {
-    const origin = new URL(url).origin;
+  const header = gitAuthHeader(url, credential);
+  if (header) {
     env.GIT_CONFIG_COUNT = '1';
-    env.GIT_CONFIG_KEY_0 = `http.${origin}/.extraHeader`;
-    env.GIT_CONFIG_VALUE_0 = `Authorization: Basic ${basicAuth(credential)}`;
+    [env.GIT_CONFIG_KEY_0, env.GIT_CONFIG_VALUE_0] = header;
   }
   return env;
 }
