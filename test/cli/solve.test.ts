@@ -1,7 +1,8 @@
 // `frognano solve` end to end, as a user runs it: a child process, a real Python repository
 // with a failing test, the scripted model endpoint on a real socket.
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -172,6 +173,23 @@ describe('frognano solve --sandbox local', () => {
     expect(model.chatRequests).toHaveLength(0);
   });
 
+  it('fails in one line, saying where it looked, when no Docker engine answers', async () => {
+    const repo = createPythonRepo(work);
+    const socket = path.join(work, 'no-engine.sock');
+    const run = await runCli(
+      ['solve', '--repo', repo.dir, '--issue', 'fix it', '--out', path.join(work, 'o')],
+      {
+        FROGNANO_MODEL_URL: 'http://127.0.0.1:9/v1',
+        DOCKER_HOST: `unix://${socket}`,
+      },
+    );
+    expect(run.code).toBe(2);
+    const lines = run.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`frognano: no Docker engine at DOCKER_HOST=unix://${socket}`);
+    expect(lines[0]).toContain('--sandbox local');
+  });
+
   it.each([
     [['--issue', 'x'], 'required option'],
     [['--repo', '.'], 'exactly one of --issue-file <file> or --issue <text>'],
@@ -211,4 +229,21 @@ describeDocker('frognano solve with the Docker sandbox', () => {
     const ours = await docker.listContainers({ all: true, filters: { label: [LABEL_RUN] } });
     expect(ours.filter((c) => c.Labels[LABEL_RUN]?.startsWith('solve-'))).toEqual([]);
   }, 240_000);
+});
+
+describe('frognano reap', () => {
+  it('removes work directories of dead runs and reports what it did', async () => {
+    const dataDir = path.join(work, 'data');
+    const dead = path.join(dataDir, 'runs', 'dead-run');
+    await mkdir(dead, { recursive: true });
+    await writeFile(path.join(dead, '.frognano-run.json'), JSON.stringify({ runId: 'dead-run' }));
+    const run = await runCli(['reap'], {
+      FROGNANO_DATA_DIR: dataDir,
+      DOCKER_HOST: `unix://${path.join(work, 'no-engine.sock')}`,
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain('reaping work directories only');
+    expect(run.stdout).toMatch(/reaped 0 container\(s\), 0 snapshot image\(s\), 1 work dir\(s\)/);
+    expect(existsSync(dead)).toBe(false);
+  });
 });
