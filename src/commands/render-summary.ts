@@ -59,7 +59,7 @@ export function renderSummary(result: RunResult): string {
       lines.push(`## Test output ${label} (tail)`, '', '```', test.outputTail.trimEnd(), '```', '');
     }
   }
-  return lines.join('\n');
+  return `${lines.join('\n').trimEnd()}\n`;
 }
 
 function describeTest(test: TestResult | undefined): string {

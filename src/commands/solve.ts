@@ -3,6 +3,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { loadProcessConfig } from '../config.js';
+import { createLogger } from '../log.js';
 import { checkModelEndpoint } from '../leaf/openai-model.js';
 import { runPipeline } from '../runner/run.js';
 import type { RunProgress, RunResult } from '../runner/run-types.js';
@@ -56,7 +57,13 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
       signal: io.signal,
       onProgress: (event) => io.stderr(progressLine(event, started)),
     },
-    { modelConfig, docker, env: io.env },
+    // The progress lines are the interface here; logs only speak up for problems.
+    {
+      modelConfig,
+      docker,
+      env: io.env,
+      logger: createLogger({ level: io.env.LOG_LEVEL ?? 'warn' }),
+    },
   );
 
   await writeFile(path.join(outDir, 'patch.diff'), result.patch);
