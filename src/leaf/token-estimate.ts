@@ -1,15 +1,6 @@
 // Token estimate used when the server reports no usage (leaf-protocol.md §5):
 // ceil(UTF-8 bytes of the compact JSON / 4).
 
-export function estimateTokens(value: unknown): number {
-  return tokensFromBytes(jsonBytes(value));
-}
-
-/** UTF-8 length of the compact JSON encoding (JSON.stringify without spacing). */
-export function jsonBytes(value: unknown): number {
-  return Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
-}
-
 export function tokensFromBytes(bytes: number): number {
   return Math.ceil(bytes / 4);
 }
