@@ -14,8 +14,13 @@ export function gitAuthHeader(
   credential: GitCredential | undefined,
 ): [string, string] | undefined {
   if (!credential || !/^https?:\/\//i.test(url)) return undefined;
-  const basic = Buffer.from(`${credential.username}:${credential.password}`).toString('base64');
+  const basic = basicCredential(credential);
   registerSecret(credential.password);
   registerSecret(basic);
   return [`http.${new URL(url).origin}/.extraHeader`, `Authorization: Basic ${basic}`];
+}
+
+/** The `user:password` pair as HTTP Basic encodes it (also how it may show up in messages). */
+export function basicCredential(credential: GitCredential): string {
+  return Buffer.from(`${credential.username}:${credential.password}`).toString('base64');
 }

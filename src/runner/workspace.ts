@@ -7,7 +7,7 @@ import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { simpleGit, type SimpleGit } from 'simple-git';
 import type { Logger } from 'pino';
-import { gitAuthHeader } from './git-auth-header.js';
+import { basicCredential, gitAuthHeader } from './git-auth-header.js';
 import { registerSecret } from '../redact.js';
 import type { CredentialProvider } from './run-types.js';
 
@@ -133,7 +133,7 @@ export async function prepareWorkspace(options: PrepareWorkspaceOptions): Promis
   try {
     const source = await resolveSource(options.repo);
     const credential = (await options.getCredential?.()) ?? source.embedded;
-    const secrets = credential ? [credential.password, basicAuth(credential)] : [];
+    const secrets = credential ? [credential.password, basicCredential(credential)] : [];
     for (const s of secrets) registerSecret(s);
     const env = gitEnv(options.env ?? process.env, source.url, credential);
     const git = (baseDir: string): SimpleGit => makeGit(baseDir, env, options.signal);
@@ -327,10 +327,6 @@ async function isMirror(dir: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-function basicAuth(credential: { username: string; password: string }): string {
-  return Buffer.from(`${credential.username}:${credential.password}`).toString('base64');
 }
 
 /**
