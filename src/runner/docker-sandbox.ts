@@ -24,10 +24,10 @@ import {
   ToolHelperChannel,
 } from './tool-helper-channel.js';
 
-/** Built by sandbox/Dockerfile, or offline by sandbox/build-offline.sh (same name). */
 // Delays between helper restart attempts; `undefined` marks the last attempt.
 const RESTART_BACKOFF_MS: readonly (number | undefined)[] = [250, 1000, undefined];
 
+/** Built by sandbox/Dockerfile, or offline by sandbox/build-offline.sh (same name). */
 export const DEFAULT_SANDBOX_IMAGE = 'frognano/sandbox:py3';
 export const LABEL_RUN = 'frognano.run';
 export const LABEL_REPO = 'frognano.repo';
