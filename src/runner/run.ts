@@ -1,8 +1,8 @@
 // One run, start to finish (DESIGN.md steps 2–9 and 11): clone on the host, read the repo
 // config, start the sandbox and copy the tree in, setup (the only phase that may have a
 // network), verify-before, the Leaf loop with no network, verify-after on the patched
-// tree in a fresh sandbox, policy checks on the patch, and cleanup in every case. Used by `frognano solve`
-// and by the GitHub App alike; it knows nothing of GitHub.
+// tree in a fresh sandbox, policy checks on the patch, and cleanup in every case. Used by
+// `frognano solve` and by the GitHub App alike; it knows nothing of GitHub.
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
@@ -36,7 +36,14 @@ import {
   patchFiles,
 } from './patch-policy.js';
 import { RepoConfigError, loadRepoConfig, type RepoConfig } from './repo-config.js';
-import type { RunOutcome, RunPhase, RunRequest, RunResult, TestResult } from './run-types.js';
+import type {
+  RunOutcome,
+  RunPhase,
+  RunProgress,
+  RunRequest,
+  RunResult,
+  TestResult,
+} from './run-types.js';
 import {
   DEFAULT_SNAPSHOT_CAP,
   SNAPSHOT_LABEL,
@@ -60,6 +67,9 @@ export const OUTPUT_TAIL_CHARS = 4000;
 const COMMAND_OUTPUT_BYTES = 16 * 1024 * 1024;
 // How long a SIGINT/SIGTERM waits for the runs to clean up before the default action.
 const SIGNAL_CLEANUP_GRACE_MS = 30_000;
+// Git inside the sandbox reads the repository's own .git/config (the agent's, once the loop
+// has run): settings that would run a program are overridden on the command line.
+const SANDBOX_GIT = 'git -c core.fsmonitor=false -c core.hooksPath=/dev/null';
 
 export interface PipelineDeps {
   /** The model endpoint; checked with `checkModelEndpoint` before the loop. */
@@ -128,9 +138,9 @@ export async function runPipeline(
     },
     timings: {},
   };
-  const progress = (phase: RunPhase) => {
+  const report = (event: RunProgress) => {
     try {
-      request.onProgress?.({ kind: 'phase', phase });
+      request.onProgress?.(event);
     } catch (error) {
       log.warn({ err: String(error) }, 'progress callback failed');
     }
@@ -138,7 +148,7 @@ export async function runPipeline(
   let currentPhase: RunPhase = 'clone';
   const phase = async <T>(name: RunPhase, fn: () => Promise<T>): Promise<T> => {
     currentPhase = name;
-    progress(name);
+    report({ kind: 'phase', phase: name });
     const t0 = performance.now();
     try {
       return await fn();
@@ -396,13 +406,7 @@ export async function runPipeline(
         trajectoryPath,
         trajectoryId: request.runId,
         logger: log,
-        onStep: (step) => {
-          try {
-            request.onProgress?.({ kind: 'step', ...step });
-          } catch (error) {
-            log.warn({ err: String(error) }, 'progress callback failed');
-          }
-        },
+        onStep: (step) => report({ kind: 'step', ...step }),
       }),
     );
     result.exitReason = leaf.exitReason;
@@ -435,14 +439,11 @@ export async function runPipeline(
           );
         const failed = await bringUp(false);
         if (failed) return `a fresh sandbox for the tests could not be prepared: ${failed.error}`;
-        const applied = await sandbox!.exec(
-          'git -c core.hooksPath=/dev/null -c core.fsmonitor=false apply --whitespace=nowarn -',
-          {
-            stdin: leaf.patch.endsWith('\n') ? leaf.patch : `${leaf.patch}\n`,
-            timeoutMs: 120_000,
-            signal,
-          },
-        );
+        const applied = await sandbox!.exec(`${SANDBOX_GIT} apply --whitespace=nowarn -`, {
+          stdin: leaf.patch.endsWith('\n') ? leaf.patch : `${leaf.patch}\n`,
+          timeoutMs: 120_000,
+          signal,
+        });
         if (applied.exitCode !== 0)
           return `the patch did not apply in a fresh sandbox: ${tail(combined(applied).trim(), 300)}`;
         result.verifyAfter = await runTest(sandbox!, test, 'verify-after', deps, signal);
@@ -615,8 +616,6 @@ export function setupInstallsTree(setup: readonly string[]): boolean {
     }),
   );
 }
-
-const SANDBOX_GIT = 'git -c core.fsmonitor=false -c core.hooksPath=/dev/null';
 
 /**
  * Caches and build products no reviewer wants in a pull request, wherever they appear
