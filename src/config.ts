@@ -14,11 +14,13 @@ const number = (what: string, check: (n: number) => boolean) =>
 
 const positiveInt = number('a positive integer', (n) => Number.isInteger(n) && n > 0);
 
-/** Sizes like `4g`, `512m`, `1048576`. */
+/** Sizes like `4g`, `512m`, `256MiB`, `1048576`: a number, then an optional binary unit. */
+const BYTE_SIZE = /^(\d+(?:\.\d+)?)\s*([kmg]?)i?b?$/i;
+
 const byteSize = z
   .string()
   .trim()
-  .regex(/^\d+(\.\d+)?\s*[kmg]?i?b?$/i, { message: 'must be a size such as 4g, 512m or 1048576' })
+  .regex(BYTE_SIZE, { message: 'must be a size such as 4g, 512m or 1048576' })
   .transform(parseByteSize);
 
 const httpUrl = z
@@ -88,8 +90,8 @@ export function loadProcessConfig(env: NodeJS.ProcessEnv = process.env): Process
 }
 
 export function parseByteSize(raw: string): number {
-  const match = /^(\d+(?:\.\d+)?)\s*([kmg]?)i?b?$/i.exec(raw.trim());
-  if (!match) throw new Error(`not a size: ${raw}`);
+  const match = BYTE_SIZE.exec(raw.trim());
+  if (!match) throw new Error(`${JSON.stringify(raw)} is not a size such as 4g, 512m or 1048576`);
   const unit = (match[2] ?? '').toLowerCase();
   const scale = unit === 'g' ? 1024 ** 3 : unit === 'm' ? 1024 ** 2 : unit === 'k' ? 1024 : 1;
   return Math.round(Number(match[1]) * scale);
