@@ -85,16 +85,21 @@ export function encodeUtf8(value: string): Buffer {
       end++;
       unit++;
     }
-    const detail =
-      end - start === 1
-        ? `character '${pyEscapeChar(value.charCodeAt(match.index))}' in position ${start}`
-        : `characters in position ${start}-${end - 1}`;
-    throw new PythonError(
-      'UnicodeEncodeError',
-      `'utf-8' codec can't encode ${detail}: surrogates not allowed`,
-    );
+    throw surrogatesNotAllowed(start, end - 1, value.charCodeAt(match.index));
   }
   return Buffer.from(value, 'utf8');
+}
+
+/** CPython's error for the lone surrogates at code points `first`..`last` (`unit` is the first). */
+function surrogatesNotAllowed(first: number, last: number, unit: number): PythonError {
+  const detail =
+    first === last
+      ? `character '${pyEscapeChar(unit)}' in position ${first}`
+      : `characters in position ${first}-${last}`;
+  return new PythonError(
+    'UnicodeEncodeError',
+    `'utf-8' codec can't encode ${detail}: surrogates not allowed`,
+  );
 }
 
 /**
@@ -130,16 +135,7 @@ export function fsencode(value: string): Buffer {
       unit++;
       codePoints++;
     }
-    if (failedAt >= 0) {
-      const detail =
-        codePoints - failedAt === 1
-          ? `character '${pyEscapeChar(failedUnit)}' in position ${failedAt}`
-          : `characters in position ${failedAt}-${codePoints - 1}`;
-      throw new PythonError(
-        'UnicodeEncodeError',
-        `'utf-8' codec can't encode ${detail}: surrogates not allowed`,
-      );
-    }
+    if (failedAt >= 0) throw surrogatesNotAllowed(failedAt, codePoints - 1, failedUnit);
     parts.push(Buffer.from(bytes));
     plainFrom = unit;
   }
