@@ -52,6 +52,14 @@ export function tail(text: string, max: number): string {
   return `… (${text.length - body.length} earlier characters omitted)\n${body}`;
 }
 
+/** Every line as a block quote line (text that is already safe to publish). */
+export function blockquote(text: string): string {
+  return text
+    .split('\n')
+    .map((l) => `> ${l}`)
+    .join('\n');
+}
+
 /** A collapsible block of output. */
 export function details(summary: string, body: string): string {
   return `<details><summary>${summary}</summary>\n\n${body}\n\n</details>`;

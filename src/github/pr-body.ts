@@ -4,7 +4,15 @@
 // The body always fits GitHub's 65,536-character limit: sections shrink step by step.
 import type { RunResult, TestResult } from '../runner/run-types.js';
 import { redactSecrets } from '../redact.js';
-import { details, fence, inlineCode, tableCell, tail, untrustedProse } from './markdown.js';
+import {
+  blockquote,
+  details,
+  fence,
+  inlineCode,
+  tableCell,
+  tail,
+  untrustedProse,
+} from './markdown.js';
 import { exitWords } from './status-comment.js';
 
 export const PR_BODY_LIMIT = 65_536;
@@ -82,11 +90,7 @@ function finalMessage(result: RunResult, d: Detail): string {
   const text = result.finalMessage.trim();
   if (!text) return "## The model's summary\n\n_The model gave no final message._";
   const shown = text.length > d.finalChars ? `${text.slice(0, d.finalChars)}…` : text;
-  const quoted = untrustedProse(shown)
-    .split('\n')
-    .map((l) => `> ${l}`)
-    .join('\n');
-  return `## The model's summary\n\n${quoted}`;
+  return `## The model's summary\n\n${blockquote(untrustedProse(shown))}`;
 }
 
 function testEvidence(result: RunResult, d: Detail): string {

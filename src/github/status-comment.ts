@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import type { RunPhase, RunResult } from '../runner/run-types.js';
 import { redactSecrets } from '../redact.js';
-import { fence, inlineCode, tail, untrustedProse } from './markdown.js';
+import { blockquote, fence, inlineCode, tail, untrustedProse } from './markdown.js';
 import type { GitHubClient, IssueRef } from './octokit.js';
 import type { RestBudget } from './rest-budget.js';
 
@@ -113,10 +113,7 @@ export function renderStatus(
 }
 
 function quote(text: string): string {
-  return tail(untrustedProse(text.trim()), 4000)
-    .split('\n')
-    .map((l) => `> ${l}`)
-    .join('\n');
+  return blockquote(tail(untrustedProse(text.trim()), 4000));
 }
 
 /** A plain-words account of why a run produced no pull request, from its result. */
