@@ -70,6 +70,11 @@ export function translateNewlines(value: string): string {
 
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
+/** A UTF-16 unit with no partner: Python's escape for an undecodable byte, or a JSON `\ud800`. */
+export function hasLoneSurrogate(value: string): boolean {
+  return LONE_SURROGATE.test(value);
+}
+
 /**
  * `value.encode('utf-8')`. Python refuses lone surrogates (a JSON `\ud800` escape produces
  * one), so this throws the UnicodeEncodeError Python would raise.

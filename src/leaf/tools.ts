@@ -22,6 +22,7 @@ import {
   decodeUtf8,
   encodeUtf8,
   fsencode,
+  hasLoneSurrogate,
   pyFloat,
   pyFormatFixed1,
   pyInt,
@@ -180,8 +181,6 @@ async function write(sandbox: Sandbox, args: PyDict): Promise<string> {
   return `Wrote ${display(sandbox, realPath, path)} (${cpLength(content)} bytes).`;
 }
 
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
 async function edit(sandbox: Sandbox, args: PyDict): Promise<string> {
   const path = await toolPath(sandbox, args, 'file_path');
   const oldText = pyStr(orElse(args, 'old_string', ''));
@@ -190,7 +189,8 @@ async function edit(sandbox: Sandbox, args: PyDict): Promise<string> {
   const text = readText((await sandbox.readFile(path)).data);
   // Decoded text never holds a lone surrogate, so such an old_string cannot occur in it
   // (JavaScript would otherwise match half of a surrogate pair).
-  const count = LONE_SURROGATE.test(oldText) ? 0 : text.split(oldText).length - 1;
+  const pieces = hasLoneSurrogate(oldText) ? [text] : text.split(oldText);
+  const count = pieces.length - 1;
   const replaceAll = truthy(args.get('replace_all'));
   if (count === 0) throw new PythonError('ValueError', 'old_string was not found');
   if (count !== 1 && !replaceAll) {
@@ -199,16 +199,9 @@ async function edit(sandbox: Sandbox, args: PyDict): Promise<string> {
       `old_string matched ${count} times; set replace_all=true or use a more specific old_string`,
     );
   }
-  let updated: string;
-  if (replaceAll) {
-    updated = text.split(oldText).join(newText);
-  } else {
-    const at = text.indexOf(oldText);
-    updated = text.slice(0, at) + newText + text.slice(at + oldText.length);
-  }
-  const { realPath } = await sandbox.writeFile(path, encodeUtf8(updated));
-  const changed = replaceAll ? count : 1;
-  return `Edited ${display(sandbox, realPath, path)} (${changed} replacement${changed === 1 ? '' : 's'}).`;
+  // Without replace_all there is exactly one match here, so "first only" and "all" agree.
+  const { realPath } = await sandbox.writeFile(path, encodeUtf8(pieces.join(newText)));
+  return `Edited ${display(sandbox, realPath, path)} (${count} replacement${count === 1 ? '' : 's'}).`;
 }
 
 async function glob(sandbox: Sandbox, args: PyDict): Promise<string> {
