@@ -74,19 +74,34 @@ export class ConfigError extends Error {
 
 /** Parses the environment; throws ConfigError with one line per bad variable. */
 export function loadProcessConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig {
+  const parsed = parseEnv(ProcessConfig, env);
+  if ('problems' in parsed) throw new ConfigError(parsed.problems);
+  return parsed.data;
+}
+
+/**
+ * The schema's variables from `env` (set to an empty string counts as unset, as shells and
+ * .env files leave them), or one line per bad variable: `NAME must be ... (got "value")`,
+ * with the values of keys and secrets hidden.
+ */
+export function parseEnv<S extends z.ZodObject>(
+  schema: S,
+  env: NodeJS.ProcessEnv,
+): { data: z.output<S> } | { problems: string[] } {
   const present = Object.fromEntries(
-    Object.keys(ProcessConfig.shape)
+    Object.keys(schema.shape)
       .filter((key) => env[key] !== undefined && env[key] !== '')
       .map((key) => [key, env[key]]),
   );
-  const parsed = ProcessConfig.safeParse(present);
-  if (parsed.success) return parsed.data;
-  throw new ConfigError(
-    parsed.error.issues.map((issue) => {
+  const parsed = schema.safeParse(present);
+  if (parsed.success) return { data: parsed.data };
+  return {
+    problems: parsed.error.issues.map((issue) => {
       const key = String(issue.path[0] ?? '');
-      return `${key} ${issue.message} (got ${JSON.stringify(present[key])})`;
+      const shown = /KEY|SECRET/.test(key) ? '(hidden)' : JSON.stringify(present[key]);
+      return `${key} ${issue.message} (got ${shown})`;
     }),
-  );
+  };
 }
 
 export function parseByteSize(raw: string): number {

@@ -1,9 +1,10 @@
-// Configuration of the GitHub App half of the process (the lead folds it into src/config.ts).
-// APP_ID, PRIVATE_KEY(_PATH) and WEBHOOK_SECRET follow Probot's own conventions so its manifest
-// registration flow writes exactly the variables read here.
+// Configuration of the GitHub App half of the process (src/config.ts holds the model and sandbox
+// half). APP_ID, PRIVATE_KEY(_PATH) and WEBHOOK_SECRET follow Probot's own conventions so its
+// manifest registration flow writes exactly the variables read here.
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
+import { parseEnv } from '../config.js';
 
 const positiveInt = (what: string) =>
   z
@@ -126,21 +127,8 @@ export function loadAppConfig(
   env: NodeJS.ProcessEnv = process.env,
   cwd = process.cwd(),
 ): AppConfig {
-  const present = Object.fromEntries(
-    Object.keys(AppEnv.shape)
-      .filter((key) => env[key] !== undefined && env[key] !== '')
-      .map((key) => [key, env[key]]),
-  );
-  const parsed = AppEnv.safeParse(present);
-  if (!parsed.success) {
-    throw new AppConfigError(
-      parsed.error.issues.map((issue) => {
-        const key = String(issue.path[0] ?? '');
-        const shown = /KEY|SECRET/.test(key) ? '(hidden)' : JSON.stringify(present[key]);
-        return `${key} ${issue.message} (got ${shown})`;
-      }),
-    );
-  }
+  const parsed = parseEnv(AppEnv, env);
+  if ('problems' in parsed) throw new AppConfigError(parsed.problems);
   const e = parsed.data;
   const problems: string[] = [];
   const gheBase = e.GHE_HOST ? `${e.GHE_PROTOCOL}://${e.GHE_HOST}` : undefined;
