@@ -16,6 +16,7 @@ import { RestBudget } from './rest-budget.js';
 import {
   describeResult,
   StatusReporter,
+  type StatusReporterOptions,
   type StatusState,
   verificationLine,
 } from './status-comment.js';
@@ -140,7 +141,6 @@ export class WorkerPool {
     const { requeued, failed } = deps.queue.recoverInterrupted();
     await reapOrphans(this.runningIds);
     for (const run of [...requeued, ...failed]) {
-      const key = issueKey(run.job);
       const budget = new RestBudget(undefined, run.restCalls);
       try {
         const octokit = budget.attach(await deps.auth(run.job.installationId));
@@ -153,17 +153,10 @@ export class WorkerPool {
                   kind: 'failed',
                   reason: `the run was interrupted ${run.attempts} times by a restart of the app (a crash or a deployment), so it was given up. Nothing was published.`,
                 };
-        const reporter = new StatusReporter({
-          octokit,
-          issue: { owner: run.job.owner, repo: run.job.repo, issueNumber: run.job.issueNumber },
-          commentId: () => statusCommentId(deps.queue, key),
-          onCommentId: (id) => deps.queue.setNote(key, STATUS_COMMENT_NOTE, String(id)),
-          serialize: (write) => deps.lock.run(key, write),
+        const reporter = this.#statusReporter(run, octokit, budget, {
           throttleMs: 0,
-          budget,
           reserve: 0,
           log: deps.log,
-          meta: { runId: run.id, trigger: triggerWords(run.job) },
         });
         await reporter.finish(state);
       } finally {
@@ -191,28 +184,44 @@ export class WorkerPool {
     for (const w of waiters) w();
   }
 
+  /**
+   * The issue's status comment for this run: its id shared with intake through the queue, its
+   * writes under the issue's lock.
+   */
+  #statusReporter(
+    run: RunRecord<IssueJob>,
+    octokit: GitHubClient,
+    budget: RestBudget,
+    options: Pick<StatusReporterOptions, 'throttleMs' | 'reserve' | 'log'>,
+  ): StatusReporter {
+    const { queue, lock } = this.deps;
+    const { job } = run;
+    const key = issueKey(job);
+    return new StatusReporter({
+      ...options,
+      octokit,
+      issue: { owner: job.owner, repo: job.repo, issueNumber: job.issueNumber },
+      commentId: () => statusCommentId(queue, key),
+      onCommentId: (id) => queue.setNote(key, STATUS_COMMENT_NOTE, String(id)),
+      serialize: (write) => lock.run(key, write),
+      budget,
+      meta: { runId: run.id, trigger: triggerWords(job) },
+    });
+  }
+
   async #process(record: RunRecord<IssueJob>, signal: AbortSignal): Promise<void> {
     const { deps } = this;
     const job = record.job;
-    const key = issueKey(job);
     const log = deps.log.child({
       runId: record.id,
       issue: `${job.owner}/${job.repo}#${job.issueNumber}`,
     });
     const budget = new RestBudget(undefined, () => deps.queue.get(record.id)?.restCalls ?? 0);
     const octokit = budget.attach(await deps.auth(job.installationId));
-    const issue = { owner: job.owner, repo: job.repo, issueNumber: job.issueNumber };
-    const status = new StatusReporter({
-      octokit,
-      issue,
-      commentId: () => statusCommentId(deps.queue, key),
-      onCommentId: (id) => deps.queue.setNote(key, STATUS_COMMENT_NOTE, String(id)),
-      serialize: (write) => deps.lock.run(key, write),
+    const status = this.#statusReporter(record, octokit, budget, {
       throttleMs: deps.statusThrottleMs,
-      budget,
       reserve: PUBLISH_RESERVE,
       log,
-      meta: { runId: record.id, trigger: triggerWords(job) },
     });
     const mintToken = async (): Promise<string> => {
       // Made with the App's own client, outside this run's request hook: counted by hand.
