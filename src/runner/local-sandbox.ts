@@ -4,7 +4,7 @@
 // timeout or dispose() can kill everything the command started.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { constants as fsConstants } from 'node:fs';
-import { constants as osConstants, tmpdir } from 'node:os';
+import { constants as osConstants, setPriority, tmpdir } from 'node:os';
 import {
   cp,
   lstat,
@@ -48,6 +48,7 @@ export interface LocalSandboxOptions {
 }
 
 const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
+const SANDBOX_NICENESS = 10;
 // setTimeout fires at once for delays above 2^31-1 ms, so long timeouts are re-armed.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -143,7 +144,16 @@ export class LocalSandbox implements Sandbox {
         return;
       }
       const pid = child.pid;
-      if (pid !== undefined) this.groups.add(pid);
+      if (pid !== undefined) {
+        this.groups.add(pid);
+        // The agent's commands run on the bot's own CPUs: a lower priority (inherited by
+        // everything they start) keeps webhook acknowledgements and other runs responsive.
+        try {
+          setPriority(pid, SANDBOX_NICENESS);
+        } catch {
+          // The process may already be gone; its result arrives through the usual events.
+        }
+      }
       const stdout = new CappedStream(cap);
       const stderr = new CappedStream(cap);
       child.stdout?.on('data', (chunk: Buffer) => stdout.push(chunk));
