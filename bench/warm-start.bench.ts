@@ -17,9 +17,9 @@ import {
 import { DEFAULT_SANDBOX_IMAGE } from '../src/runner/docker-sandbox.js';
 import { runPipeline } from '../src/runner/run.js';
 import type { RunResult } from '../src/runner/run-types.js';
-import { SNAPSHOT_LABEL, SNAPSHOT_REPO_LABEL } from '../src/runner/snapshot-cache.js';
 import { createPythonRepo } from '../test/support/python-repo.js';
 import { finalAnswer, startScriptedModelServer } from '../test/support/scripted-model-server.js';
+import { removeSnapshotImages } from '../test/support/snapshot-images.js';
 
 const TARGET_RATIO = 0.2;
 const COLD_RUNS = 2;
@@ -44,22 +44,7 @@ export default async function run(): Promise<void> {
   }
   const root = mkdtempSync(path.join(tmpdir(), 'bench-warm-'));
   const repo = makeRepo(root);
-  const removeSnapshots = async (): Promise<void> => {
-    const images = await docker.listImages({
-      filters: JSON.stringify({ label: [`${SNAPSHOT_LABEL}=1`, `${SNAPSHOT_REPO_LABEL}=${repo}`] }),
-    });
-    for (const image of images) {
-      for (const tag of image.RepoTags ?? [])
-        await docker
-          .getImage(tag)
-          .remove()
-          .catch(() => undefined);
-      await docker
-        .getImage(image.Id)
-        .remove({ force: true })
-        .catch(() => undefined);
-    }
-  };
+  const removeSnapshots = (): Promise<void> => removeSnapshotImages(docker, [repo]);
 
   try {
     await removeSnapshots();

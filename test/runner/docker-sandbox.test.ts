@@ -15,6 +15,7 @@ import {
   type DockerSandbox,
 } from '../../src/runner/docker-sandbox.js';
 import { createLocalSandbox } from '../../src/runner/local-sandbox.js';
+import { dockerSandboxWithTree } from '../support/docker-sandbox-factory.js';
 import {
   describeDocker,
   dockerReady,
@@ -53,17 +54,7 @@ const factories: SandboxFactory[] = [
   { kind: 'local', create: (sourceDir) => createLocalSandbox({ sourceDir }) },
   {
     kind: 'docker',
-    create: async (sourceDir) => {
-      await ensureSandboxImage();
-      const sandbox = await createDockerSandbox({ runId, repo: 'test/conformance' });
-      try {
-        await sandbox.copyIn(sourceDir);
-      } catch (error) {
-        await sandbox.dispose();
-        throw error;
-      }
-      return sandbox;
-    },
+    create: (sourceDir) => dockerSandboxWithTree(sourceDir, { runId, repo: 'test/conformance' }),
   },
 ];
 

@@ -34,6 +34,7 @@ import {
   labelledContainers,
 } from '../support/docker-engine.js';
 import { FIXED_CALC, ISSUE_TEXT, createPythonRepo, git } from '../support/python-repo.js';
+import { removeSnapshotImages } from '../support/snapshot-images.js';
 import {
   finalAnswer,
   startScriptedModelServer,
@@ -47,22 +48,7 @@ const snapshotRepos: string[] = [];
 
 afterAll(async () => {
   // Snapshot images these tests made (their repo label is a path under `root`).
-  const images = await docker
-    .listImages({ filters: JSON.stringify({ label: [`${SNAPSHOT_LABEL}=1`] }) })
-    .catch(() => []);
-  for (const image of images) {
-    if (snapshotRepos.includes(image.Labels?.[SNAPSHOT_REPO_LABEL] ?? '')) {
-      for (const tag of image.RepoTags ?? [])
-        await docker
-          .getImage(tag)
-          .remove()
-          .catch(() => undefined);
-      await docker
-        .getImage(image.Id)
-        .remove({ force: true })
-        .catch(() => undefined);
-    }
-  }
+  await removeSnapshotImages(docker, snapshotRepos);
   rmSync(root, { recursive: true, force: true });
 });
 

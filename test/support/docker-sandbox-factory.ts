@@ -1,6 +1,6 @@
 // The DockerSandbox row of the tool conformance suite (see sandbox-factories.ts): the same
 // tool observations must come out of the hardened container as out of LocalSandbox.
-import { createDockerSandbox } from '../../src/runner/docker-sandbox.js';
+import { createDockerSandbox, type DockerSandbox } from '../../src/runner/docker-sandbox.js';
 import { describeDockerEndpoint } from '../../src/runner/docker-engine.js';
 import { dockerReady, ensureSandboxImage, testRunId } from './docker-engine.js';
 import type { SandboxFactory } from './sandbox-factories.js';
@@ -19,14 +19,22 @@ export const dockerSandboxFactory: SandboxFactory = {
       throw new Error(
         `no Docker engine reachable at ${describeDockerEndpoint()} (CI=true: may not skip)`,
       );
-    await ensureSandboxImage();
-    const sandbox = await createDockerSandbox({ runId, repo: 'test/tools' });
-    try {
-      await sandbox.copyIn(sourceDir);
-    } catch (error) {
-      await sandbox.dispose();
-      throw error;
-    }
-    return sandbox;
+    return dockerSandboxWithTree(sourceDir, { runId, repo: 'test/tools' });
   },
 };
+
+/** A DockerSandbox holding a copy of `sourceDir` at /testbed; nothing is left if the copy fails. */
+export async function dockerSandboxWithTree(
+  sourceDir: string,
+  labels: { runId: string; repo: string },
+): Promise<DockerSandbox> {
+  await ensureSandboxImage();
+  const sandbox = await createDockerSandbox(labels);
+  try {
+    await sandbox.copyIn(sourceDir);
+  } catch (error) {
+    await sandbox.dispose();
+    throw error;
+  }
+  return sandbox;
+}
