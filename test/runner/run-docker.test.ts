@@ -130,6 +130,63 @@ describeDocker('runPipeline with the Docker sandbox', () => {
     expect(runsLeft()).toEqual([]);
   });
 
+  it('hooks and core.fsmonitor planted in the sandbox .git never run on the host', async () => {
+    const repo = createPythonRepo(mkdtempSync(path.join(root, 'hooks-')));
+    // A directory only the host has: a hook run inside the container cannot create the marker.
+    const marker = path.join(mkdtempSync(path.join(root, 'host-only-')), 'pwned');
+    const hooks = [
+      'pre-commit',
+      'post-commit',
+      'post-checkout',
+      'post-merge',
+      'pre-push',
+      'pre-applypatch',
+      'post-applypatch',
+      'applypatch-msg',
+      'commit-msg',
+      'prepare-commit-msg',
+      'reference-transaction',
+      'post-index-change',
+    ];
+    const plant = [
+      `for h in ${hooks.join(' ')}; do printf '#!/bin/sh\\ntouch ${marker}\\n' > .git/hooks/$h; chmod +x .git/hooks/$h; done`,
+      `git config core.fsmonitor 'touch ${marker}; true'`,
+      'git config core.hooksPath .git/hooks',
+      `git config diff.external 'touch ${marker}'`,
+      `git config core.pager 'touch ${marker}; cat'`,
+      'ls .git/hooks | wc -l',
+    ].join(' && ');
+    const m = await deps([
+      toolCall('Bash', { command: plant }),
+      toolCall('Edit', {
+        file_path: 'calc.py',
+        old_string: 'return a - b',
+        new_string: 'return a + b',
+      }),
+      finalAnswer('Fixed.'),
+    ]);
+    const runId = `t-docker-hooks-${Date.now()}`;
+    try {
+      const result = await runPipeline(
+        request(repo.dir, runId, path.join(root, 'out-hooks')),
+        m.deps,
+      );
+      expect(result.outcome).toBe('completed');
+      // The planting really happened inside the sandbox (our hooks plus git's samples).
+      const trajectory = JSON.parse(readFileSync(result.trajectoryPath!, 'utf8'));
+      const planted = String(trajectory.steps[0].observations[0].observation);
+      expect(planted).toMatch(/^Exit code: 0\nSTDOUT:\n\d+\n/);
+      expect(Number(planted.split('\n')[2])).toBeGreaterThanOrEqual(hooks.length);
+      expect(result.filesChanged).toEqual(['calc.py']);
+      expect(result.verifyAfter).toMatchObject({ exitCode: 0 });
+      expect(result.violations).toEqual([]);
+    } finally {
+      await m.close();
+    }
+    expect(existsSync(marker)).toBe(false);
+    expect(await labelledContainers(runId)).toEqual([]);
+  });
+
   it('snapshots a successful setup and starts the next run from it with the current tree', async () => {
     const parent = mkdtempSync(path.join(root, 'snap-'));
     const repo = createPythonRepo(parent, {
