@@ -221,8 +221,15 @@ export async function ensureStatusComment(
   } else {
     const found = await findStatusComment(octokit, issue);
     if (found !== undefined) {
-      await octokit.rest.issues.updateComment({ ...ref, comment_id: found, body });
-      return found;
+      try {
+        await octokit.rest.issues.updateComment({ ...ref, comment_id: found, body });
+        return found;
+      } catch (error) {
+        // Another App's comment carrying our marker (403), or one deleted meanwhile (404),
+        // must not stop a run from reporting: start our own.
+        const status = (error as { status?: number }).status;
+        if (status !== 403 && status !== 404) throw error;
+      }
     }
   }
   const { data } = await octokit.rest.issues.createComment({

@@ -158,6 +158,20 @@ describe('ensureStatusComment', () => {
     expect(await ensureStatusComment(testOctokit(), issue, 'hello')).toBe(99);
   });
 
+  it('starts its own comment when the marked one belongs to another App', async () => {
+    nock(API)
+      .get('/repos/o/r/issues/5/comments')
+      .query({ per_page: 100 })
+      .reply(200, [
+        { id: 4, body: `${STATUS_MARKER}\nspoof`, user: { login: 'other[bot]', type: 'Bot' } },
+      ])
+      .patch('/repos/o/r/issues/comments/4', { body: 'ours' })
+      .reply(403, { message: 'Resource not accessible by integration' })
+      .post('/repos/o/r/issues/5/comments', { body: 'ours' })
+      .reply(201, { id: 12 });
+    expect(await ensureStatusComment(testOctokit(), issue, 'ours')).toBe(12);
+  });
+
   it('recreates the comment when the known one was deleted', async () => {
     nock(API)
       .patch('/repos/o/r/issues/comments/7')
