@@ -10,29 +10,20 @@ const program = new Command()
   )
   .showHelpAfterError('(run with --help for usage)');
 
-program
-  .command('start')
-  .description('Run the GitHub App: webhook server and workers in one process (npm start)')
-  .action(async () => {
-    const { startCommand } = await import('./commands/start.js');
-    await startCommand({ mode: 'all' });
-  });
-
-program
-  .command('serve')
-  .description('Run only the webhook server; workers run elsewhere (`frognano worker`)')
-  .action(async () => {
-    const { startCommand } = await import('./commands/start.js');
-    await startCommand({ mode: 'serve' });
-  });
-
-program
-  .command('worker')
-  .description('Run only workers that take queued runs')
-  .action(async () => {
-    const { startCommand } = await import('./commands/start.js');
-    await startCommand({ mode: 'worker' });
-  });
+const appModes = [
+  ['start', 'all', 'Run the GitHub App: webhook server and workers in one process (npm start)'],
+  ['serve', 'serve', 'Run only the webhook server; workers run elsewhere (`frognano worker`)'],
+  ['worker', 'worker', 'Run only workers that take queued runs'],
+] as const;
+for (const [name, mode, description] of appModes) {
+  program
+    .command(name)
+    .description(description)
+    .action(async () => {
+      const { startCommand } = await import('./commands/start.js');
+      await startCommand({ mode });
+    });
+}
 
 program
   .command('solve')

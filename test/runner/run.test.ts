@@ -26,6 +26,18 @@ import {
   type ScriptedModelServer,
 } from '../support/scripted-model-server.js';
 
+// The phases a run without setup commands goes through, in order.
+const PHASES_WITHOUT_SETUP = [
+  'clone',
+  'config',
+  'sandbox',
+  'verify-before',
+  'agent',
+  'verify-after',
+  'policy',
+  'cleanup',
+] as const;
+
 const temps: string[] = [];
 function temp(prefix: string): string {
   const dir = mkdtempSync(path.join(tmpdir(), prefix));
@@ -152,31 +164,13 @@ describe('runPipeline with the local sandbox', () => {
       ['Bash'],
       [],
     ]);
-    for (const p of [
-      'clone',
-      'config',
-      'sandbox',
-      'verify-before',
-      'agent',
-      'verify-after',
-      'policy',
-      'cleanup',
-    ] as const) {
+    for (const p of PHASES_WITHOUT_SETUP) {
       expect(result.timings[p], p).toBeGreaterThanOrEqual(0);
     }
     expect(result.timings.setup).toBeUndefined();
     expect(
       s.events.filter((e) => e.kind === 'phase').map((e) => (e.kind === 'phase' ? e.phase : '')),
-    ).toEqual([
-      'clone',
-      'config',
-      'sandbox',
-      'verify-before',
-      'agent',
-      'verify-after',
-      'policy',
-      'cleanup',
-    ]);
+    ).toEqual(PHASES_WITHOUT_SETUP);
     expect(s.events.filter((e) => e.kind === 'step')).toHaveLength(4);
 
     // The task is issue, then instructions, then extra guidance, blank lines between (§1).
