@@ -12,12 +12,12 @@ import type Docker from 'dockerode';
 import pino from 'pino';
 import tar from 'tar-stream';
 import { executeTool } from '../src/leaf/tools.js';
-import { connectDocker, describeDockerEndpoint } from '../src/runner/docker-engine.js';
+import { connectDocker, describeDockerEndpoint } from '../src/sandbox/docker-engine.js';
 import {
   createDockerSandbox,
   DEFAULT_SANDBOX_IMAGE,
   SANDBOX_HOME,
-} from '../src/runner/docker-sandbox.js';
+} from '../src/sandbox/docker-sandbox.js';
 
 const ITERATIONS = 24;
 const WARMUP = 4;

@@ -13,8 +13,8 @@ import {
   assertDockerReachable,
   connectDocker,
   describeDockerEndpoint,
-} from '../src/runner/docker-engine.js';
-import { DEFAULT_SANDBOX_IMAGE } from '../src/runner/docker-sandbox.js';
+} from '../src/sandbox/docker-engine.js';
+import { DEFAULT_SANDBOX_IMAGE } from '../src/sandbox/docker-sandbox.js';
 import { runPipeline } from '../src/runner/run.js';
 import type { RunResult } from '../src/runner/run-types.js';
 import { createPythonRepo } from '../test/support/python-repo.js';

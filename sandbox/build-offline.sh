@@ -11,7 +11,7 @@
 # /var/cache/frognano), FROGNANO_DEBIAN_MIRROR (default: the machine's apt mirror).
 set -euo pipefail
 
-# Keep in sync with DEFAULT_SANDBOX_IMAGE in src/runner/docker-sandbox.ts.
+# Keep in sync with DEFAULT_SANDBOX_IMAGE in src/sandbox/docker-sandbox.ts.
 IMAGE="${FROGNANO_SANDBOX_IMAGE:-frognano/sandbox:py3}"
 SUITE=bookworm
 CACHE_DIR="${FROGNANO_CACHE_DIR:-/var/cache/frognano}"

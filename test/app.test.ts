@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'node:http';
 import { MAX_WEBHOOK_BYTES, startApp } from '../src/app.js';
 import { decideTrigger } from '../src/github/triggers.js';
-import { RunQueue } from '../src/runner/queue.js';
+import { RunQueue } from '../src/queue/queue.js';
 import { finalAnswer } from './support/scripted-model-server.js';
 import {
   gate,

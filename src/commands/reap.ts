@@ -2,9 +2,9 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { loadProcessConfig } from '../config.js';
-import { connectDocker, describeDockerEndpoint } from '../runner/docker-engine.js';
-import { RunQueue } from '../runner/queue.js';
-import { reap } from '../runner/reap.js';
+import { connectDocker, describeDockerEndpoint } from '../sandbox/docker-engine.js';
+import { RunQueue } from '../queue/queue.js';
+import { reap } from '../sandbox/reap.js';
 
 export async function reapCommand(io: {
   stdout: (line: string) => void;

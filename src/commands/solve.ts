@@ -7,7 +7,7 @@ import { createLogger } from '../log.js';
 import { checkModelEndpoint } from '../leaf/openai-model.js';
 import { runPipeline } from '../runner/run.js';
 import type { RunProgress, RunResult } from '../runner/run-types.js';
-import { assertDockerReachable, connectDocker } from '../runner/docker-engine.js';
+import { assertDockerReachable, connectDocker } from '../sandbox/docker-engine.js';
 import { modelConfigFrom } from './model-config-from.js';
 import { renderSummary } from './render-summary.js';
 import { parseSolveOptions, UsageError } from './solve-options.js';

@@ -4,7 +4,7 @@
 // and the run is enqueued, cancelled or politely refused. Deliveries wait in the queue's
 // database until handled, so a crash in between loses nothing.
 import type { Logger } from 'pino';
-import type { RunQueue } from '../runner/queue.js';
+import type { RunQueue } from '../queue/queue.js';
 import type { GitHubClient } from './octokit.js';
 import type { IssueJob } from './job.js';
 import type { KeyedLock } from './keyed-lock.js';

@@ -3,7 +3,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { RunQueue, RunRecord } from '../runner/queue.js';
+import type { RunQueue, RunRecord } from '../queue/queue.js';
 import type { RunProgress, RunRequest, RunResult, SandboxKind } from '../runner/run-types.js';
 import { redactSecrets, registerSecret } from '../redact.js';
 import { STATUS_COMMENT_NOTE, statusCommentId, triggerWords } from './intake.js';

@@ -20,15 +20,15 @@ import {
 import { DEFAULT_MAX_CONTEXT_TOKENS, DEFAULT_MAX_STEPS } from '../leaf/protocol.js';
 import type { ExecResult, Sandbox } from '../leaf/sandbox.js';
 import { detectTestCommand } from './detect-test-command.js';
-import { connectDocker } from './docker-engine.js';
+import { connectDocker } from '../sandbox/docker-engine.js';
 import {
   DEFAULT_SANDBOX_IMAGE,
   LABEL_RUN,
   createDockerSandbox,
   type DockerSandbox,
   type DockerSandboxLimits,
-} from './docker-sandbox.js';
-import { createLocalSandbox } from './local-sandbox.js';
+} from '../sandbox/docker-sandbox.js';
+import { createLocalSandbox } from '../sandbox/local-sandbox.js';
 import {
   DEFAULT_MAX_PATCH_BYTES,
   checkAppliedChanges,
@@ -55,7 +55,7 @@ import {
   snapshotKey,
   snapshotLabels,
   snapshotTag,
-} from './snapshot-cache.js';
+} from '../sandbox/snapshot-cache.js';
 import { prepareWorkspace, type Workspace } from './workspace.js';
 
 export const DEFAULT_TIMEOUT_MINUTES = 30;

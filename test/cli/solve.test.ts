@@ -14,8 +14,8 @@ import {
 } from '../support/scripted-model-server.js';
 import { createPythonRepo, git, ISSUE_TEXT } from '../support/python-repo.js';
 import { describeDocker, ensureSandboxImage } from '../support/docker-engine.js';
-import { connectDocker } from '../../src/runner/docker-engine.js';
-import { LABEL_RUN } from '../../src/runner/docker-sandbox.js';
+import { connectDocker } from '../../src/sandbox/docker-engine.js';
+import { LABEL_RUN } from '../../src/sandbox/docker-sandbox.js';
 
 const CLI = path.resolve('bin/frognano.js');
 

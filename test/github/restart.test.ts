@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import nock from 'nock';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { connectDocker } from '../../src/runner/docker-engine.js';
-import { LABEL_RUN } from '../../src/runner/docker-sandbox.js';
+import { connectDocker } from '../../src/sandbox/docker-engine.js';
+import { LABEL_RUN } from '../../src/sandbox/docker-sandbox.js';
 import { describeDocker, ensureSandboxImage } from '../support/docker-engine.js';
 import { createPythonRepo } from '../support/python-repo.js';
 import { finalAnswer, startScriptedModelServer } from '../support/scripted-model-server.js';
@@ -153,7 +153,7 @@ describeDocker('restart after a crash (real Docker, real process kill)', () => {
 
 /** Reads the run left behind by the killed process straight from its SQLite file. */
 async function startHarnessQueueView(dataDir: string): Promise<{ runId: string; state: string }> {
-  const { RunQueue } = await import('../../src/runner/queue.js');
+  const { RunQueue } = await import('../../src/queue/queue.js');
   const q = RunQueue.open({ dataDir, concurrency: 1 });
   try {
     const [run] = q.list();

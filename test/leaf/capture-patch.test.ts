@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { capturePatch } from '../../src/leaf/capture-patch.js';
 import { SandboxFailure } from '../../src/leaf/sandbox.js';
-import { createLocalSandbox, type LocalSandbox } from '../../src/runner/local-sandbox.js';
+import { createLocalSandbox, type LocalSandbox } from '../../src/sandbox/local-sandbox.js';
 
 let workDir: string;
 let repoDir: string;

@@ -11,7 +11,7 @@ import { createOpenAIModel } from '../../src/leaf/openai-model.js';
 import { DEFAULT_REQUEST, SYSTEM_PROMPT, TOOL_SCHEMAS } from '../../src/leaf/protocol.js';
 import { SandboxFailure, type Sandbox } from '../../src/leaf/sandbox.js';
 import { Trajectory } from '../../src/leaf/trajectory.js';
-import { createLocalSandbox } from '../../src/runner/local-sandbox.js';
+import { createLocalSandbox } from '../../src/sandbox/local-sandbox.js';
 import {
   contextOverflow,
   finalAnswer,

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GlobFileSystem, pythonGlob, translate } from '../../src/leaf/python-glob.js';
 import { pathlibJoin } from '../../src/leaf/python-path.js';
-import { nodeGlobFileSystem } from '../../src/runner/local-sandbox.js';
+import { nodeGlobFileSystem } from '../../src/sandbox/local-sandbox.js';
 
 const PATTERNS = [
   '*',

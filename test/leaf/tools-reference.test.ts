@@ -26,7 +26,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Sandbox } from '../../src/leaf/sandbox.js';
 import { executeTool } from '../../src/leaf/tools.js';
-import { createLocalSandbox, type LocalSandbox } from '../../src/runner/local-sandbox.js';
+import { createLocalSandbox, type LocalSandbox } from '../../src/sandbox/local-sandbox.js';
 import { dockerSandboxFactory } from '../support/docker-sandbox-factory.js';
 import { dockerReady } from '../support/docker-engine.js';
 

@@ -14,8 +14,8 @@ import path from 'node:path';
 import pino from 'pino';
 import tar from 'tar-stream';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { connectDocker } from '../../src/runner/docker-engine.js';
-import { DEFAULT_SANDBOX_IMAGE, LABEL_RUN } from '../../src/runner/docker-sandbox.js';
+import { connectDocker } from '../../src/sandbox/docker-engine.js';
+import { DEFAULT_SANDBOX_IMAGE, LABEL_RUN } from '../../src/sandbox/docker-sandbox.js';
 import { runPipeline, type PipelineDeps } from '../../src/runner/run.js';
 import type { RunRequest } from '../../src/runner/run-types.js';
 import {
@@ -27,7 +27,7 @@ import {
   hashDependencyManifests,
   setupInputs,
   snapshotKey,
-} from '../../src/runner/snapshot-cache.js';
+} from '../../src/sandbox/snapshot-cache.js';
 import {
   describeDocker,
   ensureSandboxImage,

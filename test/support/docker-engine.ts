@@ -3,8 +3,8 @@
 import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
 import { describe, it } from 'vitest';
-import { connectDocker, describeDockerEndpoint } from '../../src/runner/docker-engine.js';
-import { DEFAULT_SANDBOX_IMAGE, LABEL_RUN } from '../../src/runner/docker-sandbox.js';
+import { connectDocker, describeDockerEndpoint } from '../../src/sandbox/docker-engine.js';
+import { DEFAULT_SANDBOX_IMAGE, LABEL_RUN } from '../../src/sandbox/docker-sandbox.js';
 
 const inCi = process.env.CI === 'true';
 

@@ -1,7 +1,7 @@
 // The DockerSandbox row of the tool conformance suite (see sandbox-factories.ts): the same
 // tool observations must come out of the hardened container as out of LocalSandbox.
-import { createDockerSandbox, type DockerSandbox } from '../../src/runner/docker-sandbox.js';
-import { describeDockerEndpoint } from '../../src/runner/docker-engine.js';
+import { createDockerSandbox, type DockerSandbox } from '../../src/sandbox/docker-sandbox.js';
+import { describeDockerEndpoint } from '../../src/sandbox/docker-engine.js';
 import { dockerReady, ensureSandboxImage, testRunId } from './docker-engine.js';
 import type { SandboxFactory } from './sandbox-factories.js';
 

@@ -1,7 +1,7 @@
 // The sandboxes the tool conformance suite (test/leaf/tools.test.ts) runs against. Every
 // factory must give the same observations; each one is a separate `describe.each` row.
 import type { Sandbox } from '../../src/leaf/sandbox.js';
-import { createLocalSandbox } from '../../src/runner/local-sandbox.js';
+import { createLocalSandbox } from '../../src/sandbox/local-sandbox.js';
 import { dockerSandboxFactory } from './docker-sandbox-factory.js';
 
 export interface SandboxFactory {

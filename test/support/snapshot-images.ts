@@ -1,6 +1,6 @@
 // Removes the setup snapshot images a test or benchmark made, found by their repo label.
 import type Docker from 'dockerode';
-import { SNAPSHOT_LABEL, SNAPSHOT_REPO_LABEL } from '../../src/runner/snapshot-cache.js';
+import { SNAPSHOT_LABEL, SNAPSHOT_REPO_LABEL } from '../../src/sandbox/snapshot-cache.js';
 
 export async function removeSnapshotImages(
   docker: Docker,

@@ -10,11 +10,11 @@ import { join } from 'node:path';
 import nock from 'nock';
 import pino from 'pino';
 import { startApp, type RunningApp } from '../../../src/app.js';
-import { reap } from '../../../src/runner/reap.js';
-import { RunQueue } from '../../../src/runner/queue.js';
-import { LABEL_RUN } from '../../../src/runner/docker-sandbox.js';
+import { reap } from '../../../src/sandbox/reap.js';
+import { RunQueue } from '../../../src/queue/queue.js';
+import { LABEL_RUN } from '../../../src/sandbox/docker-sandbox.js';
 import type Docker from 'dockerode';
-import { connectDocker } from '../../../src/runner/docker-engine.js';
+import { connectDocker } from '../../../src/sandbox/docker-engine.js';
 import { runPipeline } from '../../../src/runner/run.js';
 import { createPythonRepo } from '../../support/python-repo.js';
 import {

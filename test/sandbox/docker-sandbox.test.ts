@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PythonError, SandboxFailure, type Sandbox } from '../../src/leaf/sandbox.js';
-import { connectDocker } from '../../src/runner/docker-engine.js';
+import { connectDocker } from '../../src/sandbox/docker-engine.js';
 import {
   createDockerSandbox,
   DEFAULT_SANDBOX_IMAGE,
@@ -13,8 +13,8 @@ import {
   LABEL_REPO,
   LABEL_RUN,
   type DockerSandbox,
-} from '../../src/runner/docker-sandbox.js';
-import { createLocalSandbox } from '../../src/runner/local-sandbox.js';
+} from '../../src/sandbox/docker-sandbox.js';
+import { createLocalSandbox } from '../../src/sandbox/local-sandbox.js';
 import { dockerSandboxWithTree } from '../support/docker-sandbox-factory.js';
 import {
   describeDocker,

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RunQueue } from '../../src/runner/queue.js';
+import { RunQueue } from '../../src/queue/queue.js';
 
 interface Job {
   n: number;

@@ -2,10 +2,10 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { connectDocker } from '../../src/runner/docker-engine.js';
-import { DEFAULT_SANDBOX_IMAGE, LABEL_RUN } from '../../src/runner/docker-sandbox.js';
-import { reap } from '../../src/runner/reap.js';
-import { SNAPSHOT_LABEL, SNAPSHOT_REPOSITORY } from '../../src/runner/snapshot-cache.js';
+import { connectDocker } from '../../src/sandbox/docker-engine.js';
+import { DEFAULT_SANDBOX_IMAGE, LABEL_RUN } from '../../src/sandbox/docker-sandbox.js';
+import { reap } from '../../src/sandbox/reap.js';
+import { SNAPSHOT_LABEL, SNAPSHOT_REPOSITORY } from '../../src/sandbox/snapshot-cache.js';
 import { RUN_MARKER } from '../../src/runner/workspace.js';
 import {
   describeDocker,

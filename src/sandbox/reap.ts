@@ -8,7 +8,7 @@ import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { LABEL_RUN } from './docker-sandbox.js';
 import { DEFAULT_SNAPSHOT_CAP, evictSnapshots } from './snapshot-cache.js';
-import { RUN_MARKER } from './workspace.js';
+import { RUN_MARKER } from '../runner/workspace.js';
 
 export interface ReapOptions {
   /**

@@ -10,7 +10,7 @@ import {
   snapshotLabels,
   snapshotTag,
   snapshotsToEvict,
-} from '../../src/runner/snapshot-cache.js';
+} from '../../src/sandbox/snapshot-cache.js';
 
 const dirs: string[] = [];
 afterEach(() => {

@@ -9,7 +9,7 @@ import {
   createLocalSandbox,
   type LocalSandbox,
   pythonOSError,
-} from '../../src/runner/local-sandbox.js';
+} from '../../src/sandbox/local-sandbox.js';
 
 let source: string;
 const sandboxes: LocalSandbox[] = [];

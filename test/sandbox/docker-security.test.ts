@@ -1,12 +1,12 @@
 // Security properties of the sandbox, checked against a real Docker engine: what the agent
 // could try during the loop (network, credentials, privileges, resource exhaustion).
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { connectDocker } from '../../src/runner/docker-engine.js';
+import { connectDocker } from '../../src/sandbox/docker-engine.js';
 import {
   createDockerSandbox,
   LABEL_RUN,
   type DockerSandbox,
-} from '../../src/runner/docker-sandbox.js';
+} from '../../src/sandbox/docker-sandbox.js';
 import {
   describeDocker,
   ensureSandboxImage,
