@@ -104,6 +104,8 @@ export interface RunResult {
   verifyBefore?: TestResult;
   verifyAfter?: TestResult;
   setupTail?: string;
+  /** Whether setup ran with a network (set when setup ran): `network: setup`, or the local sandbox. */
+  setupNetwork?: boolean;
   violations: PolicyViolation[];
   steps: StepSummary[];
   budgets: {

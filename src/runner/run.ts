@@ -324,6 +324,7 @@ export async function runPipeline(
 
       // 4. Setup (network only if the config allows, and only now).
       if (config.setup.length > 0 && !hit) {
+        if (timed) result.setupNetwork = setupNetwork || sandbox!.kind === 'local';
         const failure = await step('setup', async () => {
           const deadline = Date.now() + (deps.setupTimeoutMs ?? DEFAULT_SETUP_TIMEOUT_MS);
           const tails: string[] = [];
