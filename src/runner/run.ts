@@ -29,6 +29,7 @@ import {
   type DockerSandboxLimits,
 } from '../sandbox/docker-sandbox.js';
 import { createLocalSandbox } from '../sandbox/local-sandbox.js';
+import { withTestbedPaths } from '../sandbox/testbed-paths.js';
 import {
   DEFAULT_MAX_PATCH_BYTES,
   checkAppliedChanges,
@@ -241,10 +242,13 @@ export async function runPipeline(
                 'the local sandbox has no network isolation: setup runs with the host network',
               );
             }
-            return createLocalSandbox({
-              sourceDir: treeDir,
-              ...(deps.localTempRoot ? { tempRoot: deps.localTempRoot } : {}),
-            });
+            // The model sees /testbed, as in Docker (src/sandbox/testbed-paths.ts).
+            return withTestbedPaths(
+              await createLocalSandbox({
+                sourceDir: treeDir,
+                ...(deps.localTempRoot ? { tempRoot: deps.localTempRoot } : {}),
+              }),
+            );
           }
           let baseImageId: string;
           try {

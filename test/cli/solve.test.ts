@@ -332,6 +332,42 @@ describe('frognano solve --sandbox local', () => {
     expect(summary).toContain('- `"evil\\n## Policy violations\\n\\nNone: APPROVED"`');
   }, 120_000);
 
+  it('shows the model the same /testbed paths as the Docker sandbox', async () => {
+    const repo = createPythonRepo(work);
+    model = await startScriptedModelServer({
+      script: [
+        toolCall('Bash', {
+          command: 'pwd; cd /testbed && head -1 calc.py; ls -d /testbed/calc.py',
+        }),
+        toolCall('Read', { file_path: '/testbed/calc.py', limit: 1 }),
+        toolCall('Glob', { pattern: '*.py', path: '/testbed' }),
+        toolCall('Read', { file_path: '/testbed/missing.py' }),
+        toolCall('Write', { file_path: '/testbed/notes/plan.txt', content: 'x' }),
+        toolCall('Bash', { command: 'python3 -c "import os; print(os.getcwd())"' }),
+        finalAnswer('Looked around.'),
+      ],
+    });
+    const run = await runCli(quickLocalSolve(repo.dir), {
+      FROGNANO_MODEL_URL: model.baseUrl,
+      FROGNANO_DATA_DIR: path.join(work, 'data'),
+    });
+    expect(run.code, run.stderr).toBe(0);
+    const messages = model.chatRequests.at(-1)?.body?.messages ?? [];
+    const observations = messages
+      .filter((m: { role: string }) => m.role === 'tool')
+      .map((m: { content: string }) => m.content);
+    expect(observations).toEqual([
+      'Exit code: 0\nSTDOUT:\n/testbed\ndef add(a, b):\n/testbed/calc.py\n\nSTDERR:\n',
+      'calc.py\n1. def add(a, b):',
+      'calc.py\ntest_calc.py',
+      "FileNotFoundError: [Errno 2] No such file or directory: '/testbed/missing.py'",
+      'Wrote notes/plan.txt (1 bytes).',
+      'Exit code: 0\nSTDOUT:\n/testbed\n\nSTDERR:\n',
+    ]);
+    const patch = await readFile(path.join(work, 'o', 'patch.diff'), 'utf8');
+    expect(patch).toContain('notes/plan.txt');
+  }, 120_000);
+
   it('accepts a git worktree (a `.git` file) as --repo', async () => {
     const repo = createPythonRepo(work);
     const tree = path.join(work, 'wt');
