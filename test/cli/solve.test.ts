@@ -416,6 +416,29 @@ describeDocker('frognano solve with the Docker sandbox', () => {
   }, 240_000);
 });
 
+describeDocker('frognano solve: setup without a network', () => {
+  it('exits 1, shows the end of setup output and says how to give setup a network', async () => {
+    await ensureSandboxImage();
+    const repo = createPythonRepo(work, {
+      '.github/frognano.yml':
+        'setup:\n  - \'echo installing; python3 -c "import socket; socket.create_connection((\\"1.1.1.1\\", 53), 3)"\'\n',
+    });
+    model = await startScriptedModelServer({ script: [] });
+    const out = path.join(work, 'o');
+    const run = await runCli(['solve', '--repo', repo.dir, '--issue', 'fix it', '--out', out], {
+      FROGNANO_MODEL_URL: model.baseUrl,
+      FROGNANO_DATA_DIR: path.join(work, 'data'),
+    });
+    expect(run.code, run.stderr).toBe(1);
+    expect(run.stderr.trim().split('\n').at(-1)).toMatch(/^\[frognano\] failed \(setup_failed\)/);
+    const summary = await readFile(path.join(out, 'summary.md'), 'utf8');
+    expect(summary).toContain('installing');
+    expect(summary).toMatch(/OSError|unreachable/);
+    expect(summary).toContain('Setup ran without a network');
+    expect(summary).toContain('`network: setup`');
+  }, 240_000);
+});
+
 describe('frognano reap', () => {
   it('removes work directories of dead runs and reports what it did', async () => {
     const dataDir = path.join(work, 'data');
