@@ -353,9 +353,7 @@ describe('frognano solve --sandbox local', () => {
     });
     expect(run.code, run.stderr).toBe(0);
     const messages = model.chatRequests.at(-1)?.body?.messages ?? [];
-    const observations = messages
-      .filter((m: { role: string }) => m.role === 'tool')
-      .map((m: { content: string }) => m.content);
+    const observations = messages.filter((m) => m.role === 'tool').map((m) => m.content);
     expect(observations).toEqual([
       'Exit code: 0\nSTDOUT:\n/testbed\ndef add(a, b):\n/testbed/calc.py\n\nSTDERR:\n',
       'calc.py\n1. def add(a, b):',

@@ -150,7 +150,7 @@ describe('sanitizeIssueText', () => {
   it.each([
     ['inside a block quote', `Fix the bug.\n\n> [//]: # (${INJECT})\n> more`],
     ['inside a list item', `Fix the bug.\n\n- [//]: # (${INJECT})\n- item`],
-    ['in a quoted list', `Fix the bug.\n\n> - [x]: <> \"${INJECT}\"`],
+    ['in a quoted list', `Fix the bug.\n\n> - [x]: <> "${INJECT}"`],
     ['with the title on the next line', `Fix the bug.\n\n[//]: #\n  (${INJECT})`],
     ['with a multi-line title', `Fix the bug.\n\n[a]: /u '\n${INJECT}\n'`],
     ['after a heading', `# Fix the bug.\n[note]:\n  <https://x.example>\n  "${INJECT}"`],
