@@ -57,7 +57,10 @@ export function literalLines(text: string): string[] {
       )
         // GFM turns bare URLs into links; a zero-width space keeps them text.
         .replace(/\b(https?|ftp)(?=:\/\/)/gi, '$1&#8203;')
-        .replace(/\b(www)(?=\.)/gi, '$1&#8203;'),
+        .replace(/\b(www)(?=\.)/gi, '$1&#8203;')
+        // An alert is a quote whose text starts `[!TYPE]`; even read after unescaping, this one
+        // starts with a zero-width space.
+        .replace(/^([ \t]*)(?=\\\[!)/, '$1&#8203;'),
     );
 }
 

@@ -197,7 +197,8 @@ describe('untrusted prose in the PR body renders as inert text', () => {
     const summary = section(tree, "The model's summary");
     expect(summary.map((n) => n.type)).toEqual(['blockquote']);
     expect(new Set(nodeTypes(summary[0]!))).toEqual(new Set(['paragraph', 'text']));
-    // GitHub's alert syntax is a blockquote starting `[!TYPE]` in the source.
+    // GitHub's alert syntax is a blockquote starting `[!TYPE]`, in the source and in its text.
+    expect(plainText(summary[0]!)).not.toMatch(/^\[!/);
     expect(body).not.toMatch(/^> \[!(NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]\s*\n> [^\n]*APPROVED/m);
     // Everything the model wrote is still there, as text.
     const text = plainText(summary[0]!).replace(/\u200b/g, '');
