@@ -29,6 +29,7 @@ import {
   type DockerSandboxLimits,
 } from '../sandbox/docker-sandbox.js';
 import { createLocalSandbox } from '../sandbox/local-sandbox.js';
+import { SandboxLimitExceeded } from '../sandbox/disk-guard.js';
 import {
   DEFAULT_MAX_PATCH_BYTES,
   checkAppliedChanges,
@@ -317,6 +318,8 @@ export async function runPipeline(
           return created;
         });
       } catch (error) {
+        const limit = limitOf(sandbox, error);
+        if (limit) return { outcome: 'sandbox_limit', error: limit.message };
         return { outcome: 'sandbox_failed', error: errorText(error) };
       }
       const hit = snapshot?.hitImage !== undefined;
@@ -420,6 +423,8 @@ export async function runPipeline(
     result.budgets.promptTokens = leaf.usage.promptTokens;
     result.budgets.completionTokens = leaf.usage.completionTokens;
     if (leaf.exitReason === 'cancelled') return stop('cancelled', 'the run was cancelled');
+    const limit = limitOf(sandbox, undefined);
+    if (limit) return stop('sandbox_limit', limit.message);
     if (leaf.error) result.error = leaf.error;
     if (leaf.patchError) result.error = `the patch could not be captured: ${leaf.patchError}`;
 
@@ -479,6 +484,8 @@ export async function runPipeline(
     });
     return result;
   } catch (error) {
+    const limit = limitOf(sandbox, error);
+    if (limit) return stop('sandbox_limit', limit.message);
     log.error({ err: errorText(error) }, 'run failed unexpectedly');
     const outcome: RunOutcome =
       currentPhase === 'clone'
@@ -579,6 +586,8 @@ function limitsFromEnv(env: NodeJS.ProcessEnv, log: Logger): Partial<DockerSandb
       memoryBytes: config.FROGNANO_SANDBOX_MEMORY,
       nanoCpus: Math.round(config.FROGNANO_SANDBOX_CPUS * 1e9),
       pidsLimit: config.FROGNANO_SANDBOX_PIDS,
+      diskBytes: config.FROGNANO_SANDBOX_DISK,
+      diskFloorBytes: config.FROGNANO_DISK_FLOOR,
     };
   } catch (error) {
     // Entry points validate the environment first; here a bad value falls back to defaults.
@@ -588,6 +597,12 @@ function limitsFromEnv(env: NodeJS.ProcessEnv, log: Logger): Partial<DockerSandb
     );
     return {};
   }
+}
+
+/** The disk guard's reason when it stopped the sandbox (the error itself, or the sandbox's). */
+function limitOf(sandbox: Sandbox | undefined, error: unknown): SandboxLimitExceeded | undefined {
+  if (error instanceof SandboxLimitExceeded) return error;
+  return (sandbox as { limitExceeded?: SandboxLimitExceeded } | undefined)?.limitExceeded;
 }
 
 /** The repository a snapshot belongs to (never shared across repositories): no credentials. */
