@@ -17,7 +17,8 @@ import {
 } from '../leaf/sandbox.js';
 import { pyRepr } from '../leaf/python-text.js';
 import { connectDocker } from './docker-engine.js';
-import { startDiskGuard, type DiskGuard, SandboxLimitExceeded } from './disk-guard.js';
+import type { SandboxLimitExceeded } from './disk-guard.js';
+import { startDiskGuard, type DiskGuard } from './disk-guard.js';
 import { packDirectory } from './pack-directory.js';
 import {
   HelperChannelError,
@@ -224,6 +225,7 @@ export async function createDockerSandbox(options: DockerSandboxOptions): Promis
   } catch (error) {
     // The reason it failed matters more than a failed cleanup (the reaper gets those).
     await sandbox.dispose().catch(() => undefined);
+    if (sandbox.limitExceeded) throw sandbox.limitExceeded;
     if (error instanceof HelperPythonMissing)
       throw new SandboxFailure(error.message, { cause: error });
     if (error instanceof SandboxFailure) throw error;
@@ -260,6 +262,8 @@ export class DockerSandbox implements Sandbox {
   private diskGuard: DiskGuard | undefined;
   /** Set when the disk guard stopped the sandbox: every later call fails with it. */
   private limitFailure: SandboxLimitExceeded | undefined;
+  /** The kill that follows a limit: calls fail only once the writer is dead. */
+  private limitKill: Promise<void> | undefined;
 
   constructor(
     private readonly docker: Docker,
@@ -303,7 +307,9 @@ export class DockerSandbox implements Sandbox {
       execUser: SANDBOX_USER,
       log: this.log,
       runId: this.runId,
-      onTrip: (reason) => void this.stopForLimit(reason),
+      onTrip: (reason) => {
+        this.limitKill ??= this.stopForLimit(reason);
+      },
     });
     if (this.disposed) this.diskGuard.stop();
   }
@@ -657,7 +663,10 @@ export class DockerSandbox implements Sandbox {
    * (`finalAttempt`) or the sandbox keeps breaking; then the sandbox itself has failed.
    */
   private async recoverHelper(error: HelperChannelError, finalAttempt: boolean): Promise<void> {
-    if (this.limitFailure) throw this.limitFailure;
+    if (this.limitFailure) {
+      await this.limitKill;
+      throw this.limitFailure;
+    }
     if (this.helper?.dead) this.helper = undefined;
     this.log.warn(
       { runId: this.runId, err: error.message, restarts: this.helperRestarts },
