@@ -17,8 +17,7 @@ import {
 } from '../leaf/sandbox.js';
 import { pyRepr } from '../leaf/python-text.js';
 import { connectDocker } from './docker-engine.js';
-import type { SandboxLimitExceeded } from './disk-guard.js';
-import { startDiskGuard, type DiskGuard } from './disk-guard.js';
+import { startDiskGuard, type DiskGuard, type SandboxLimitExceeded } from './disk-guard.js';
 import { packDirectory } from './pack-directory.js';
 import {
   HelperChannelError,
