@@ -30,6 +30,7 @@ import {
 } from '../sandbox/docker-sandbox.js';
 import { createLocalSandbox } from '../sandbox/local-sandbox.js';
 import { SandboxLimitExceeded } from '../sandbox/disk-guard.js';
+import { sandboxOwner } from '../sandbox/owner.js';
 import {
   DEFAULT_MAX_PATCH_BYTES,
   checkAppliedChanges,
@@ -88,7 +89,7 @@ export interface PipelineDeps {
   logger?: Logger;
   /** The image when neither the caller nor the repo config names one (default FROGNANO_SANDBOX_IMAGE). */
   defaultImage?: string;
-  /** Default: FROGNANO_SANDBOX_MEMORY, FROGNANO_SANDBOX_CPUS and FROGNANO_SANDBOX_PIDS from `env`. */
+  /** Default: FROGNANO_SANDBOX_MEMORY, _CPUS, _PIDS, _DISK and FROGNANO_DISK_FLOOR from `env`. */
   sandboxLimits?: Partial<DockerSandboxLimits>;
   /** Setup snapshots (Docker only). Default enabled, keeping 10. */
   snapshots?: { enabled?: boolean; keep?: number };
@@ -173,6 +174,8 @@ export async function runPipeline(
   try {
     // 2. Clone on the host (cached mirror), read the repo config.
     try {
+      // Before the work directory exists: the owner lock is what keeps a reaper off it.
+      sandboxOwner(dataDir);
       workspace = await phase('clone', () =>
         prepareWorkspace({
           runId: request.runId,
@@ -286,6 +289,7 @@ export async function runPipeline(
               repo: snapshotRepo(request),
               network: setupNetwork && !fromSnapshot ? 'bridge' : 'none',
               limits: deps.sandboxLimits ?? limitsFromEnv(env, log),
+              owner: sandboxOwner(dataDir),
               logger: log,
             });
           let hit = snapshot?.hitImage !== undefined;

@@ -18,6 +18,14 @@ import {
 import { pyRepr } from '../leaf/python-text.js';
 import { connectDocker } from './docker-engine.js';
 import { startDiskGuard, type DiskGuard, type SandboxLimitExceeded } from './disk-guard.js';
+import {
+  LABEL_OWNER,
+  LABEL_OWNER_HOST,
+  LABEL_OWNER_PID,
+  LABEL_OWNER_PROCESS,
+  ownerLabels,
+  type SandboxOwner,
+} from './owner.js';
 import { packDirectory } from './pack-directory.js';
 import {
   HelperChannelError,
@@ -97,6 +105,20 @@ export const DockerSandboxOptions = z.object({
   network: z.enum(['none', 'bridge']).default('none'),
   limits: Limits.prefault({}),
   labels: z.record(z.string().min(1), z.string()).default({}),
+  /**
+   * Who may reap the container (owner.ts: `sandboxOwner(dataDir)`). Without one the
+   * container carries no owner and no reaper touches it; its creator must remove it.
+   */
+  owner: z
+    .custom<SandboxOwner>(
+      (value) =>
+        typeof value === 'object' &&
+        value !== null &&
+        typeof (value as SandboxOwner).instance === 'string' &&
+        typeof (value as SandboxOwner).process === 'string',
+      { message: 'owner must come from sandboxOwner(dataDir)' },
+    )
+    .optional(),
   /** Upper bound for one Read/Write/Glob round trip before the helper counts as hung. */
   fileOpTimeoutMs: z.number().int().positive().default(60_000),
   /**
@@ -152,6 +174,7 @@ export async function createDockerSandbox(options: DockerSandboxOptions): Promis
   const created = new Date().toISOString();
   const labels: Record<string, string> = {
     ...resolved.labels,
+    ...(resolved.owner ? ownerLabels(resolved.owner) : {}),
     [LABEL_RUN]: resolved.runId,
     [LABEL_REPO]: resolved.repo,
     [LABEL_CREATED]: created,
@@ -562,7 +585,17 @@ export class DockerSandbox implements Sandbox {
         pause: true,
         comment: 'frognano setup snapshot',
       },
-      _body: { Labels: labels },
+      // The snapshot belongs to no process: a container started from it gets its own owner,
+      // and one started without any must not inherit this run's.
+      _body: {
+        Labels: {
+          [LABEL_OWNER]: '',
+          [LABEL_OWNER_PROCESS]: '',
+          [LABEL_OWNER_PID]: '',
+          [LABEL_OWNER_HOST]: '',
+          ...labels,
+        },
+      },
     })) as { Id?: string; id?: string };
     const imageId = result.Id ?? result.id;
     if (!imageId)
