@@ -65,8 +65,12 @@ export default async function run(): Promise<void> {
       const upper = (info.GraphDriver?.Data as { UpperDir?: string } | undefined)?.UpperDir;
       const held = upper ? await allocatedBytes(upper) : Number.NaN;
       const seconds = (stoppedAt - started) / 1000;
+      // Time the writer kept going past the limit at its average rate: what a 700 MiB/s
+      // writer (the attack's) would add past any limit, with the same guard reaction.
+      const rate = held / seconds;
+      const reactionS = Math.max(0, held - limit) / rate;
       console.log(
-        `${via.padEnd(6)} limit ${formatBytes(limit).padStart(7)}: stopped at ${formatBytes(held).padStart(9)} after ${seconds.toFixed(2)} s (writer ~${Math.round(held / MiB / seconds)} MiB/s), overshoot ratio ${(held / limit).toFixed(2)}${held >= 3 * limit ? ' (NOT STOPPED: the writer finished first)' : ''}`,
+        `${via.padEnd(6)} limit ${formatBytes(limit).padStart(7)}: stopped at ${formatBytes(held).padStart(9)} after ${seconds.toFixed(2)} s (writer ~${Math.round(held / MiB / seconds)} MiB/s), overshoot ratio ${(held / limit).toFixed(2)}, reaction ${Math.round(reactionS * 1000)} ms (at 700 MiB/s: +${Math.round(700 * reactionS)} MB)${held >= 3 * limit ? ' (NOT STOPPED: the writer finished first)' : ''}`,
       );
       await sandbox.dispose();
     }

@@ -5,7 +5,9 @@
 // the sandbox passed its limit or the disk fell under the floor. Where this process shares
 // the engine's filesystem (root on the engine's host) it reads the layer directly, which is
 // fast; otherwise it asks the engine (`inspect?size=1`, `df` inside the container), slower.
-import { lstat, opendir, readFile, statfs } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import type { Stats } from 'node:fs';
+import { lstat, opendir, readdir, readFile, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import type Docker from 'dockerode';
@@ -64,6 +66,8 @@ const MIN_INTERVAL_MS = 100;
 // What a fast local disk takes from one `dd` (the attack measured 590–700 MiB/s).
 const FAST_WRITER_BYTES_PER_MS = (1024 * 1024 * 1024) / 1000;
 const TMPFS_MAGIC = 0x01021994;
+/** Directories read at once while measuring a layer. */
+const WALK_CONCURRENCY = 8;
 
 export async function startDiskGuard(options: DiskGuardOptions): Promise<DiskGuard> {
   const probe = await chooseProbe(options);
@@ -147,9 +151,7 @@ async function chooseProbe(options: DiskGuardOptions): Promise<Probe> {
       const free = await statfs(upper, { bigint: false });
       const usage: DiskUsage = { via: 'host', freeBytes: free.bavail * free.bsize };
       if (measureLayer) {
-        let used = 0;
-        const seen = new Set<string>();
-        for (const dir of [upper, ...volumes]) used += await allocatedBytes(dir, seen);
+        let used = await layerBytes([upper, ...volumes]);
         if (tmpPath) used += await tmpfsUsed(tmpPath);
         usage.usedBytes = used;
       }
@@ -197,6 +199,40 @@ async function tmpfsUsed(tmpPath: string): Promise<number> {
   }
 }
 
+let duMissing = false;
+
+/**
+ * Disk space used under `dirs` together (a file linked from two of them counts once): the
+ * host's `du`, an order of magnitude faster than walking from here, else `allocatedBytes`.
+ */
+export async function layerBytes(dirs: string[]): Promise<number> {
+  if (!duMissing) {
+    const out = await new Promise<string | undefined>((resolve) => {
+      execFile(
+        'du',
+        ['-s', '-k', '-x', '--', ...dirs],
+        { maxBuffer: 1024 * 1024, timeout: 120_000 },
+        (error, stdout) => {
+          if ((error as NodeJS.ErrnoException | null)?.code === 'ENOENT') duMissing = true;
+          // A file removed mid-walk makes du exit 1 but still print its totals.
+          resolve(stdout);
+        },
+      );
+    });
+    const sizes = (out ?? '')
+      .trim()
+      .split('\n')
+      .map((line) => Number(/^(\d+)\t/.exec(line)?.[1]));
+    if (sizes.length === dirs.length && sizes.every(Number.isFinite)) {
+      return sizes.reduce((a, b) => a + b, 0) * 1024;
+    }
+  }
+  let total = 0;
+  const seen = new Set<string>();
+  for (const dir of dirs) total += await allocatedBytes(dir, seen);
+  return total;
+}
+
 /**
  * Disk blocks allocated under `root`, as `du` counts them: sparse files count what they
  * use, a file with several links once. Entries that vanish mid-walk are skipped.
@@ -205,37 +241,45 @@ export async function allocatedBytes(root: string, seen = new Set<string>()): Pr
   const top = await lstat(root).catch(() => undefined);
   if (!top) return 0;
   let total = top.blocks * 512;
+  const count = (stat: Stats | undefined): void => {
+    if (!stat) return;
+    if (stat.nlink > 1 && !stat.isDirectory()) {
+      const key = `${stat.dev}:${stat.ino}`;
+      if (seen.has(key)) return;
+      seen.add(key);
+    }
+    total += stat.blocks * 512;
+  };
+  // Several directories at once and every entry's lstat in flight together: one await per
+  // entry would make a tree of tens of thousands of files (a virtualenv) slow to measure.
   const pending: string[] = [root];
-  while (pending.length > 0) {
-    const dir = pending.pop()!;
-    let handle;
-    try {
-      handle = await opendir(dir, { bufferSize: 256 });
-    } catch {
-      continue;
-    }
-    const files: string[] = [];
-    for await (const entry of handle) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) pending.push(full);
-      files.push(full);
-    }
-    // lstat in parallel batches: one await per entry would make a big tree slow to measure.
-    for (let i = 0; i < files.length; i += 64) {
-      const stats = await Promise.all(
-        files.slice(i, i + 64).map((file) => lstat(file).catch(() => undefined)),
-      );
-      for (const stat of stats) {
-        if (!stat) continue;
-        if (stat.nlink > 1 && !stat.isDirectory()) {
-          const key = `${stat.dev}:${stat.ino}`;
-          if (seen.has(key)) continue;
-          seen.add(key);
-        }
-        total += stat.blocks * 512;
+  let active = 0;
+  await new Promise<void>((resolve) => {
+    const next = (): void => {
+      while (active < WALK_CONCURRENCY && pending.length > 0) {
+        const dir = pending.pop()!;
+        active++;
+        void walkOne(dir).finally(() => {
+          active--;
+          if (pending.length === 0 && active === 0) resolve();
+          else next();
+        });
       }
-    }
-  }
+      if (pending.length === 0 && active === 0) resolve();
+    };
+    const walkOne = async (dir: string): Promise<void> => {
+      const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+      const stats = await Promise.all(
+        entries.map((entry) => {
+          const full = path.join(dir, entry.name);
+          if (entry.isDirectory()) pending.push(full);
+          return lstat(full).catch(() => undefined);
+        }),
+      );
+      for (const stat of stats) count(stat);
+    };
+    next();
+  });
   return total;
 }
 

@@ -15,6 +15,7 @@ import {
   SandboxLimitExceeded,
   allocatedBytes,
   formatBytes,
+  layerBytes,
   startDiskGuard,
 } from '../../src/sandbox/disk-guard.js';
 import { createDockerSandbox, type DockerSandbox } from '../../src/sandbox/docker-sandbox.js';
@@ -49,6 +50,18 @@ describe('allocatedBytes', () => {
     expect(measured).toBeGreaterThanOrEqual(4 * MiB);
     expect(measured).toBeLessThan(5 * MiB);
     expect(measured).toBe(du);
+    expect(await layerBytes([dir])).toBe(du);
+  });
+
+  it('counts a file linked from two measured directories once, with du or without', async () => {
+    const a = mkdtempSync(path.join(root, 'two-a-'));
+    const b = mkdtempSync(path.join(root, 'two-b-'));
+    writeFileSync(path.join(a, 'data'), Buffer.alloc(2 * MiB, 1));
+    linkSync(path.join(a, 'data'), path.join(b, 'data'));
+    const seen = new Set<string>();
+    const walked = (await allocatedBytes(a, seen)) + (await allocatedBytes(b, seen));
+    expect(walked).toBeLessThan(3 * MiB);
+    expect(await layerBytes([a, b])).toBe(walked);
   });
 
   it('is 0 for a directory that is gone', async () => {
