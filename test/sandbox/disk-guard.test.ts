@@ -234,7 +234,14 @@ describeDocker('the disk guard against the Docker engine', () => {
           dataDir: path.join(root, 'data'),
           logger: silent,
           handleSignals: false,
-          sandboxLimits: { memoryBytes: 512 * MiB, pidsLimit: 256, diskBytes: 64 * MiB },
+          // The limit as an operator sets it: FROGNANO_SANDBOX_DISK in the environment.
+          env: {
+            PATH: process.env.PATH,
+            HOME: process.env.HOME,
+            FROGNANO_SANDBOX_DISK: '64m',
+            FROGNANO_SANDBOX_MEMORY: '512m',
+            FROGNANO_SANDBOX_PIDS: '256',
+          },
         },
       );
       expect(result.outcome).toBe('sandbox_limit');
