@@ -5,7 +5,16 @@
 // exclusive SQLite transaction: the kernel drops it when the process dies, kill -9 included),
 // so a reaper can prove an owner gone by taking the lock, without guessing from pids.
 import { randomUUID } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  linkSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -36,13 +45,17 @@ const held = new Map<string, Database.Database>();
  * process's liveness lock there first (once; it is held until the process ends).
  */
 export function sandboxOwner(dataDir: string): SandboxOwner {
-  const dir = path.resolve(dataDir);
-  const instance = instanceId(dir);
-  const lockFile = ownerLockPath(dir, PROCESS_ID);
+  const instance = instanceId(path.resolve(dataDir));
+  // One lock per directory however it is named (a second connection would find it busy).
+  const lockFile = ownerLockPath(realpathSync(dataDir), PROCESS_ID);
   if (!held.has(lockFile)) {
     mkdirSync(path.dirname(lockFile), { recursive: true });
-    const db = new Database(lockFile, { timeout: 0 });
+    // Locked under a temporary name, then moved into place: a sweeping reaper never sees the
+    // lock file unlocked, so it cannot take a live owner for a dead one.
+    const temp = `${lockFile}.${randomUUID()}.tmp`;
+    const db = new Database(temp, { timeout: 0 });
     db.exec('BEGIN EXCLUSIVE');
+    renameSync(temp, lockFile);
     held.set(lockFile, db);
     if (held.size === 1) process.once('exit', releaseAll);
   }
@@ -88,6 +101,32 @@ export function ownerGone(dataDir: string, processId: string): boolean {
   } finally {
     db.close();
   }
+}
+
+/** Lock files of owners that are gone, removed; returns how many. */
+export function sweepOwners(dataDir: string): number {
+  const dir = path.join(path.resolve(dataDir), 'owners');
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  let count = 0;
+  for (const name of names) {
+    const processId = /^(.+)\.lock$/.exec(name)?.[1];
+    if (!processId || processId === PROCESS_ID || !ID.test(processId)) continue;
+    if (ownerGone(dataDir, processId)) {
+      forgetOwner(dataDir, processId);
+      count++;
+    }
+  }
+  return count;
+}
+
+/** The instance id of `dataDir` if it has one (none: nothing can be labelled as its). */
+export function existingInstanceId(dataDir: string): string | undefined {
+  return readId(path.join(dataDir, INSTANCE_ID_FILE));
 }
 
 /** Removes a gone owner's lock file (only call after `ownerGone` said so). */

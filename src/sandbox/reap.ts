@@ -13,9 +13,9 @@ import {
   LABEL_OWNER,
   LABEL_OWNER_PROCESS,
   currentProcessId,
-  forgetOwner,
-  instanceId,
+  existingInstanceId,
   ownerGone,
+  sweepOwners,
 } from './owner.js';
 import { DEFAULT_SNAPSHOT_CAP, evictSnapshots } from './snapshot-cache.js';
 import { RUN_MARKER } from '../runner/workspace.js';
@@ -47,9 +47,10 @@ export interface ReapResult {
 export async function reap(docker: Docker | undefined, options: ReapOptions): Promise<ReapResult> {
   const live = new Set(options.liveRunIds);
   const result: ReapResult = { containers: 0, images: 0, workDirs: 0 };
-  if (docker) {
-    const dataDir = path.resolve(options.dataDir ?? path.dirname(options.workRoot));
-    const instance = instanceId(dataDir);
+  const dataDir = path.resolve(options.dataDir ?? path.dirname(options.workRoot));
+  // No instance id yet: no sandbox was ever labelled as this data directory's.
+  const instance = existingInstanceId(dataDir);
+  if (docker && instance) {
     const containers = await docker.listContainers({
       all: true,
       filters: JSON.stringify({ label: [LABEL_RUN, `${LABEL_OWNER}=${instance}`] }),
@@ -80,20 +81,18 @@ export async function reap(docker: Docker | undefined, options: ReapOptions): Pr
         if (status !== 404 && status !== 409) throw error;
       }
     }
-    for (const [processId, isDead] of gone) if (isDead) forgetOwner(dataDir, processId);
     result.spared = spared;
+  }
+  if (docker) {
     const removed = await evictSnapshots(docker, {
       keep: options.snapshotCap ?? DEFAULT_SNAPSHOT_CAP,
     });
     result.images = removed.length;
     if (removed.length > 0) options.log?.info({ images: removed.length }, 'reaped snapshot images');
   }
-  result.workDirs = await reapWorkDirs(
-    path.resolve(options.workRoot),
-    path.resolve(options.dataDir ?? path.dirname(options.workRoot)),
-    live,
-    options.log,
-  );
+  result.workDirs = await reapWorkDirs(path.resolve(options.workRoot), dataDir, live, options.log);
+  // Last: the locks of owners whose leftovers are now gone.
+  sweepOwners(dataDir);
   return result;
 }
 

@@ -163,6 +163,29 @@ function markRunDir(workRoot: string, runId: string, owner: string): string {
   return runDir(workRoot, runId, JSON.stringify({ runId, pid: 1, owner }));
 }
 
+describe('reap of what dead owner processes left (no engine needed)', () => {
+  it('keeps a live process’s work directory and lock, removes a killed one’s', async () => {
+    const dataDir = mkdtempSync(path.join(root, 'data-owners-'));
+    const [alive, dead] = await Promise.all([ownerProcess(dataDir), ownerProcess(dataDir)]);
+    try {
+      await dead.kill();
+      const workRoot = path.join(dataDir, 'runs');
+      const aliveDir = markRunDir(workRoot, 'run-alive', alive.owner.process);
+      const deadDir = markRunDir(workRoot, 'run-dead', dead.owner.process);
+      const lock = (o: SandboxOwner) => path.join(dataDir, 'owners', `${o.process}.lock`);
+      expect(existsSync(lock(dead.owner))).toBe(true);
+      const result = await reap(undefined, { liveRunIds: [], workRoot });
+      expect(result.workDirs).toBe(1);
+      expect(existsSync(aliveDir)).toBe(true);
+      expect(existsSync(deadDir)).toBe(false);
+      expect(existsSync(lock(alive.owner))).toBe(true);
+      expect(existsSync(lock(dead.owner))).toBe(false);
+    } finally {
+      await alive.kill();
+    }
+  }, 60_000);
+});
+
 describeDocker('reap touches only what its instance owns, and only when the owner is gone', () => {
   const docker = connectDocker();
   const made: string[] = [];
