@@ -138,6 +138,11 @@ export function describeResult(run: RunResult): StatusState | undefined {
         kind: 'failed',
         reason: `the sandbox could not be started: ${result.error ?? 'unknown error'}.`,
       };
+    case 'sandbox_limit':
+      return {
+        kind: 'failed',
+        reason: `the run was stopped: ${result.error ?? 'the sandbox passed a disk limit'}.`,
+      };
     case 'setup_failed':
       return {
         kind: 'failed',

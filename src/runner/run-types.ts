@@ -75,6 +75,7 @@ export type RunOutcome =
   | 'config_error' // .github/frognano.yml invalid
   | 'clone_failed'
   | 'sandbox_failed'
+  | 'sandbox_limit' // the disk guard stopped the sandbox (FROGNANO_SANDBOX_DISK, FROGNANO_DISK_FLOOR)
   | 'setup_failed'
   | 'model_unreachable'
   | 'cancelled';

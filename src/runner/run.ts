@@ -30,6 +30,8 @@ import {
 } from '../sandbox/docker-sandbox.js';
 import { createLocalSandbox } from '../sandbox/local-sandbox.js';
 import { withTestbedPaths } from '../sandbox/testbed-paths.js';
+import { SandboxLimitExceeded } from '../sandbox/disk-guard.js';
+import { sandboxOwner } from '../sandbox/owner.js';
 import {
   DEFAULT_MAX_PATCH_BYTES,
   checkAppliedChanges,
@@ -88,7 +90,7 @@ export interface PipelineDeps {
   logger?: Logger;
   /** The image when neither the caller nor the repo config names one (default FROGNANO_SANDBOX_IMAGE). */
   defaultImage?: string;
-  /** Default: FROGNANO_SANDBOX_MEMORY, FROGNANO_SANDBOX_CPUS and FROGNANO_SANDBOX_PIDS from `env`. */
+  /** Default: FROGNANO_SANDBOX_MEMORY, _CPUS, _PIDS, _DISK and FROGNANO_DISK_FLOOR from `env`. */
   sandboxLimits?: Partial<DockerSandboxLimits>;
   /** Setup snapshots (Docker only). Default enabled, keeping 10. */
   snapshots?: { enabled?: boolean; keep?: number };
@@ -173,6 +175,8 @@ export async function runPipeline(
   try {
     // 2. Clone on the host (cached mirror), read the repo config.
     try {
+      // Before the work directory exists: the owner lock is what keeps a reaper off it.
+      sandboxOwner(dataDir);
       workspace = await phase('clone', () =>
         prepareWorkspace({
           runId: request.runId,
@@ -289,6 +293,7 @@ export async function runPipeline(
               repo: snapshotRepo(request),
               network: setupNetwork && !fromSnapshot ? 'bridge' : 'none',
               limits: deps.sandboxLimits ?? limitsFromEnv(env, log),
+              owner: sandboxOwner(dataDir),
               logger: log,
             });
           let hit = snapshot?.hitImage !== undefined;
@@ -321,6 +326,8 @@ export async function runPipeline(
           return created;
         });
       } catch (error) {
+        const limit = limitOf(sandbox, error);
+        if (limit) return { outcome: 'sandbox_limit', error: limit.message };
         return { outcome: 'sandbox_failed', error: errorText(error) };
       }
       const hit = snapshot?.hitImage !== undefined;
@@ -425,6 +432,8 @@ export async function runPipeline(
     result.budgets.promptTokens = leaf.usage.promptTokens;
     result.budgets.completionTokens = leaf.usage.completionTokens;
     if (leaf.exitReason === 'cancelled') return stop('cancelled', 'the run was cancelled');
+    const limit = limitOf(sandbox, undefined);
+    if (limit) return stop('sandbox_limit', limit.message);
     if (leaf.error) result.error = leaf.error;
     if (leaf.patchError) result.error = `the patch could not be captured: ${leaf.patchError}`;
 
@@ -484,6 +493,8 @@ export async function runPipeline(
     });
     return result;
   } catch (error) {
+    const limit = limitOf(sandbox, error);
+    if (limit) return stop('sandbox_limit', limit.message);
     log.error({ err: errorText(error) }, 'run failed unexpectedly');
     const outcome: RunOutcome =
       currentPhase === 'clone'
@@ -584,6 +595,8 @@ function limitsFromEnv(env: NodeJS.ProcessEnv, log: Logger): Partial<DockerSandb
       memoryBytes: config.FROGNANO_SANDBOX_MEMORY,
       nanoCpus: Math.round(config.FROGNANO_SANDBOX_CPUS * 1e9),
       pidsLimit: config.FROGNANO_SANDBOX_PIDS,
+      diskBytes: config.FROGNANO_SANDBOX_DISK,
+      diskFloorBytes: config.FROGNANO_DISK_FLOOR,
     };
   } catch (error) {
     // Entry points validate the environment first; here a bad value falls back to defaults.
@@ -593,6 +606,12 @@ function limitsFromEnv(env: NodeJS.ProcessEnv, log: Logger): Partial<DockerSandb
     );
     return {};
   }
+}
+
+/** The disk guard's reason when it stopped the sandbox (the error itself, or the sandbox's). */
+function limitOf(sandbox: Sandbox | undefined, error: unknown): SandboxLimitExceeded | undefined {
+  if (error instanceof SandboxLimitExceeded) return error;
+  return (sandbox as { limitExceeded?: SandboxLimitExceeded } | undefined)?.limitExceeded;
 }
 
 /** The repository a snapshot belongs to (never shared across repositories): no credentials. */
