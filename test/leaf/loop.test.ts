@@ -536,6 +536,8 @@ describe('runLeaf: stop reasons', () => {
         return sandbox.exec(command, execOptions);
       },
       readFile: (p) => sandbox.readFile(p),
+      readLines: (p, request) => sandbox.readLines(p, request),
+      editFile: (p, oldText, newText, all) => sandbox.editFile(p, oldText, newText, all),
       writeFile: (p, data) => sandbox.writeFile(p, data),
       glob: (pattern) => sandbox.glob(pattern),
       dispose: () => sandbox.dispose(),

@@ -782,6 +782,8 @@ describe.each(sandboxFactories)('tools on the $name sandbox', (factory: SandboxF
       homeDir: sb.homeDir,
       exec: () => Promise.reject(new SandboxFailure('container gone')),
       readFile: () => Promise.reject(new Error('odd failure')),
+      readLines: () => Promise.reject(new Error('odd failure')),
+      editFile: () => Promise.reject(new Error('odd failure')),
       writeFile: sb.writeFile.bind(sb),
       glob: sb.glob.bind(sb),
       dispose: async () => undefined,
