@@ -114,6 +114,8 @@ export class LocalSandbox implements Sandbox {
   /** Kill functions of the commands still running. */
   private readonly running = new Map<Promise<ExecResult>, () => void>();
   private disposing: Promise<void> | undefined;
+  /** Starts every command's marker value, so dispose() finds all of this sandbox's processes. */
+  private readonly markerPrefix = `${randomBytes(6).toString('hex')}-`;
 
   constructor(
     /** The temporary directory holding the copy and HOME; removed by dispose(). */
@@ -147,7 +149,7 @@ export class LocalSandbox implements Sandbox {
   ): Promise<ExecResult> {
     const started = performance.now();
     const cap = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
-    const marker = randomBytes(8).toString('hex');
+    const marker = `${this.markerPrefix}${randomBytes(8).toString('hex')}`;
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? DEFAULT_PATH,
       HOME: this.homeDir,
@@ -217,7 +219,13 @@ export class LocalSandbox implements Sandbox {
         killed = true;
         stdout.freeze();
         stderr.freeze();
-        if (pid !== undefined) killCommandProcesses(pid, marker);
+        if (pid !== undefined) {
+          // Found before the group dies and orphans them: descendants in other groups.
+          const needle = Buffer.from(`\0${LOCAL_EXEC_MARKER}=${marker}\0`);
+          killProcesses(strayProcesses(pid, needle));
+          killGroup(pid);
+          void sweepUntilGone(pid, needle);
+        }
         if (child.exitCode !== null || child.signalCode !== null) {
           child.stdout?.destroy();
           child.stderr?.destroy();
@@ -442,6 +450,8 @@ export class LocalSandbox implements Sandbox {
       for (const kill of this.running.values()) kill();
       for (const pid of this.groups) killGroup(pid);
       this.groups.clear();
+      // Whatever a command left running outside its group (a setsid'd server, a daemon).
+      await sweepUntilGone(undefined, Buffer.from(`\0${LOCAL_EXEC_MARKER}=${this.markerPrefix}`));
       await Promise.allSettled([...this.running.keys()]);
       await removeTree(this.tempDir);
     })();
@@ -597,35 +607,31 @@ function groupAlive(pgid: number): boolean {
 }
 
 /**
- * After a timeout or abort: the command's process group, and every process that left it
- * (setsid, a daemon, an escaped fork bomb): its descendants by parent pid, found before the
- * group dies and orphans them, and whatever still carries the command's environment marker.
- * Linux only (/proc); elsewhere the process group is all that is killed.
+ * After a timeout or abort, what left the command's process group (setsid, a daemon, an
+ * escaped fork bomb) is killed too: its descendants by parent pid and every process that still
+ * carries its environment marker. Swept until none is left, as a fork bomb may still be
+ * forking (bounded). Linux only (/proc); elsewhere the process group is all that is killed.
  */
-function killCommandProcesses(pgid: number, marker: string): void {
-  const needle = Buffer.from(`\0${LOCAL_EXEC_MARKER}=${marker}\0`);
-  const sweep = (): number => {
-    const victims = strayProcesses(pgid, needle);
-    for (const pid of victims) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // Gone already, or not ours.
-      }
-    }
-    return victims.length;
-  };
-  sweep();
-  killGroup(pgid);
-  // A fork bomb may still be forking: sweep again until nothing is left (bounded).
-  let rounds = 0;
-  const again = (): void => {
-    if (sweep() > 0 && ++rounds < 100) setTimeout(again, 10).unref();
-  };
-  again();
+async function sweepUntilGone(root: number | undefined, needle: Buffer): Promise<void> {
+  for (let round = 0; round < 100; round++) {
+    if (killProcesses(strayProcesses(root, needle)) === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }
 
-function strayProcesses(root: number, needle: Buffer): number[] {
+function killProcesses(pids: number[]): number {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone already, or not ours.
+    }
+  }
+  return pids.length;
+}
+
+/** Descendants of `root` and processes whose environment holds `needle` (e.g. `\0NAME=value`). */
+function strayProcesses(root: number | undefined, needle: Buffer): number[] {
   let names: string[];
   try {
     names = readdirSync('/proc');
@@ -654,8 +660,13 @@ function strayProcesses(root: number, needle: Buffer): number[] {
       // Gone, or another user's process (its environ is not readable): not ours.
     }
   }
+  if (root === undefined) return [...victims];
   const children = new Map<number, number[]>();
-  for (const [pid, parent] of parents) children.set(parent, [...(children.get(parent) ?? []), pid]);
+  for (const [pid, parent] of parents) {
+    const list = children.get(parent);
+    if (list) list.push(pid);
+    else children.set(parent, [pid]);
+  }
   const seen = new Set([root]);
   const stack = [root];
   while (stack.length > 0) {

@@ -195,7 +195,7 @@ describe('exec', () => {
     }
   });
 
-  it('leaves a background process alone when the command ends by itself', async () => {
+  it('leaves a background process alone when the command ends by itself, until dispose', async () => {
     const sb = await sandbox();
     const result = await sb.exec(
       "setsid sh -c 'echo $$ > ~/server.pid; exec sleep 65' > /dev/null 2>&1 &",
@@ -204,7 +204,9 @@ describe('exec', () => {
     await expect.poll(() => existsSync(path.join(sb.homeDir, 'server.pid'))).toBe(true);
     const pid = Number(readFileSync(path.join(sb.homeDir, 'server.pid'), 'utf8'));
     expect(processGone(pid)).toBe(false);
-    process.kill(pid, 'SIGKILL');
+    // ... until the sandbox goes: dispose() finds it by the sandbox's marker.
+    await sb.dispose();
+    await expect.poll(() => processGone(pid), { timeout: 5000 }).toBe(true);
   });
 
   it('kills the group when the signal aborts', async () => {
