@@ -43,7 +43,8 @@ export type RunPhase =
   | 'cleanup';
 
 export type RunProgress =
-  | { kind: 'phase'; phase: RunPhase }
+  /** `timeoutMs`: with the `agent` phase, the agent's time limit (the App's job deadline). */
+  | { kind: 'phase'; phase: RunPhase; timeoutMs?: number }
   | {
       kind: 'step';
       step: number;

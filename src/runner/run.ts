@@ -151,7 +151,11 @@ export async function runPipeline(
   let currentPhase: RunPhase = 'clone';
   const phase = async <T>(name: RunPhase, fn: () => Promise<T>): Promise<T> => {
     currentPhase = name;
-    report({ kind: 'phase', phase: name });
+    report({
+      kind: 'phase',
+      phase: name,
+      ...(name === 'agent' ? { timeoutMs: result.budgets.timeoutMs } : {}),
+    });
     const t0 = performance.now();
     try {
       return await fn();
