@@ -466,7 +466,7 @@ export async function runPipeline(
       if (leaf.patch.trim() === '' || violations.some((v) => v.rule === 'patch_size'))
         return violations;
       try {
-        const changes = await workspace!.changesFromPatch(leaf.patch);
+        const { changes } = await workspace!.changesFromPatch(leaf.patch);
         for (const v of checkAppliedChanges(changes, policy)) {
           if (!violations.some((w) => w.rule === v.rule && w.detail === v.detail))
             violations.push(v);
