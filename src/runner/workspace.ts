@@ -218,6 +218,11 @@ async function changesFromPatch(
   const file = path.join(runDir, 'policy-check.patch');
   // Byte for byte what publishing applies (it adds a final newline when missing).
   await writeFile(file, patch.endsWith('\n') ? patch : `${patch}\n`);
+  // info/attributes outranks every .gitattributes: the patch's own cannot declare its binary
+  // files text (or the reverse) and so keep them out of the list of binaries.
+  const attributes = path.join(raw.dir, '.git', 'info', 'attributes');
+  await mkdir(path.dirname(attributes), { recursive: true });
+  await writeFile(attributes, '* !diff\n');
   try {
     await tree.raw(['apply', '--index', '--whitespace=nowarn', file]);
     const fullTree = (await tree.raw(['write-tree'])).trim();
@@ -282,6 +287,7 @@ async function changesFromPatch(
     await tree.raw(['reset', '-q', '--hard', baseCommit]).catch(() => undefined);
     await tree.raw(['clean', '-q', '-f', '-d', '-x']).catch(() => undefined);
     await rm(file, { force: true });
+    await rm(attributes, { force: true });
   }
 }
 

@@ -8,6 +8,7 @@ import {
   rmSync,
   writeFileSync,
   mkdirSync,
+  symlinkSync,
 } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -251,6 +252,104 @@ describe("host git and the operator's config", () => {
       const applied = await ws.changesFromPatch(patch);
       expect(applied.changes.map((c) => c.path)).toEqual(['.gitattributes', 'blob.dat', 'new.txt']);
       expect(existsSync(marker)).toBe(false);
+    } finally {
+      await ws.dispose();
+    }
+  });
+});
+
+describe('changesFromPatch', () => {
+  it("reads binaries, modes, sizes and links with git's own machine output, whatever the patch's .gitattributes say", async () => {
+    const { bare, commit } = makeRemote();
+    commit('run.sh', 'echo hi\n');
+    const ws = await prepareWorkspace({ runId: 'facts', repo: bare, ...dirs() });
+    try {
+      // The patch, as git in the sandbox would write it.
+      const work = path.join(temp('ws-facts-'), 'w');
+      git(path.dirname(work), 'clone', '-q', bare, work);
+      writeFileSync(path.join(work, '.gitattributes'), '*.bin diff\n');
+      writeFileSync(path.join(work, 'tool.bin'), Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 1, 2, 0]));
+      chmodSync(path.join(work, 'tool.bin'), 0o755);
+      chmodSync(path.join(work, 'run.sh'), 0o755);
+      mkdirSync(path.join(work, 'docs b'));
+      writeFileSync(path.join(work, 'docs b', 'innocent.md'), 'a\nb\n');
+      symlinkSync('../README.md', path.join(work, 'docs b', 'readme'));
+      git(work, 'add', '-A');
+      const patch = git(work, 'diff', '--cached', '--binary', '--no-renames') + '\n';
+      const applied = await ws.changesFromPatch(patch, {
+        setAside: (p) => p.startsWith('docs b/'),
+      });
+      expect(applied.changes).toEqual([
+        {
+          path: '.gitattributes',
+          oldMode: '000000',
+          newMode: '100644',
+          status: 'A',
+          added: 1,
+          removed: 0,
+          size: 11,
+        },
+        {
+          path: 'docs b/innocent.md',
+          oldMode: '000000',
+          newMode: '100644',
+          status: 'A',
+          added: 2,
+          removed: 0,
+          size: 4,
+        },
+        {
+          path: 'docs b/readme',
+          oldMode: '000000',
+          newMode: '120000',
+          status: 'A',
+          added: 1,
+          removed: 0,
+          size: 12,
+          linkTarget: '../README.md',
+        },
+        {
+          path: 'run.sh',
+          oldMode: '100644',
+          newMode: '100755',
+          status: 'M',
+          added: 0,
+          removed: 0,
+          size: 8,
+        },
+        {
+          path: 'tool.bin',
+          oldMode: '000000',
+          newMode: '100755',
+          status: 'A',
+          added: null,
+          removed: null,
+          size: 8,
+        },
+      ]);
+      // The split is git's own text: the kept part names no set-aside path, and both apply.
+      expect(applied.split!.setAsidePaths).toEqual(['docs b/innocent.md', 'docs b/readme']);
+      expect(applied.split!.kept).not.toContain('docs b/');
+      expect(applied.split!.setAside).toContain(
+        'diff --git a/docs b/innocent.md b/docs b/innocent.md',
+      );
+      expect(applied.split!.setAside).not.toContain('tool.bin');
+      const check = path.join(temp('ws-split-'), 'c');
+      git(path.dirname(check), 'clone', '-q', bare, check);
+      execFileSync('git', ['apply', '--index', '-'], {
+        cwd: check,
+        input: applied.split!.kept,
+        env: GIT_ENV,
+      });
+      execFileSync('git', ['apply', '--index', '-'], {
+        cwd: check,
+        input: applied.split!.setAside,
+        env: GIT_ENV,
+      });
+      expect(git(check, 'diff', '--cached', '--stat', '--no-renames').split('\n').length).toBe(6);
+      // The clean clone is clean again, its info/attributes gone.
+      expect(git(ws.treeDir, 'status', '--porcelain')).toBe('');
+      expect(existsSync(path.join(ws.treeDir, '.git', 'info', 'attributes'))).toBe(false);
     } finally {
       await ws.dispose();
     }
