@@ -160,6 +160,22 @@ describe('the webhook endpoint (real HTTP server)', () => {
     ).toHaveLength(1);
     expect(harness.model!.chatRequests).toHaveLength(1);
   });
+
+  it('records a run whose model endpoint stopped answering as failed, with the reason, not as done', async () => {
+    harness = await startHarness({ script: [{ kind: 'drop' }] });
+    const gh = mockGitHub();
+    mockStatusComment(gh);
+    expect(await harness.deliver('issues', labeledPayload({ sender: maintainer }), 'd-drop')).toBe(
+      200,
+    );
+    await harness.app.intake!.idle();
+    await harness.app.workers!.idle();
+    const runs = harness.app.queue!.list();
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ state: 'failed', outcome: 'llm_query_error' });
+    expect(gh.statusBodies.at(-1)).toContain('the model endpoint stopped answering');
+    expect(gh.statusBodies.at(-1)).toContain('/frognano retry');
+  });
 });
 
 describe('durable intake', () => {

@@ -330,7 +330,12 @@ export class WorkerPool {
       } else if (refusal) {
         final = refusal;
         state = refusal.kind === 'cancelled' ? 'cancelled' : 'failed';
-        if (refusal.kind === 'no-change') {
+        if (refusal.kind === 'no-change' && result.exitReason === 'llm_query_error') {
+          // The endpoint failed mid-run: a failure to retry, not the model choosing no change.
+          final = { kind: 'failed', reason: refusal.reason };
+          if (result.error) final.detail = result.error;
+          outcome = 'llm_query_error';
+        } else if (refusal.kind === 'no-change') {
           state = 'done';
           outcome = 'no_change';
         }

@@ -59,7 +59,8 @@ import {
   snapshotLabels,
   snapshotTag,
 } from '../sandbox/snapshot-cache.js';
-import { prepareWorkspace, type Workspace } from './workspace.js';
+import { prepareWorkspace, type AppliedPatch, type Workspace } from './workspace.js';
+import { isHarnessFile, isTestFile, patchFacts } from './patch-facts.js';
 
 export const DEFAULT_TIMEOUT_MINUTES = 30;
 export const DEFAULT_SETUP_TIMEOUT_MS = 20 * 60_000;
@@ -441,12 +442,40 @@ export async function runPipeline(
     if (leaf.error) result.error = leaf.error;
     if (leaf.patchError) result.error = `the patch could not be captured: ${leaf.patchError}`;
 
-    // 8. Verify-after on the patched tree (nothing to verify without a patch), in a FRESH
-    // sandbox: the agent's one is untrusted once the loop has run (a login profile that fakes
-    // the test command, a .pth file in setup's virtualenv, a process left behind writing into
-    // the test's output), and evidence from it would be the agent's to choose.
+    // git's reading of the patch on the host's clean clone, once: the policy checks it, the
+    // evidence splits on it (the repository's own tests and harness for the verdict).
+    const maxPatchBytes = deps.maxPatchBytes ?? DEFAULT_MAX_PATCH_BYTES;
+    let analysis: Promise<{ applied?: AppliedPatch; error?: string }> | undefined;
+    const analyze = () =>
+      (analysis ??= (async () => {
+        if (leaf.patch.trim() === '') return { error: 'the patch is empty' };
+        if (Buffer.byteLength(leaf.patch, 'utf8') > maxPatchBytes)
+          return { error: `the patch is larger than ${maxPatchBytes} bytes` };
+        try {
+          const applied = await workspace!.changesFromPatch(leaf.patch, {
+            setAside: (p) => isHarnessFile(p, test?.command) || isTestFile(p),
+          });
+          result.patchFacts = patchFacts(applied.changes, test?.command);
+          result.filesChanged = applied.changes.map((c) => c.path);
+          return { applied };
+        } catch (error) {
+          // Publishing applies it the same way and will say so; the text checks stand.
+          log.warn({ err: errorText(error) }, 'the patch does not apply to a clean clone');
+          return { error: `the patch does not apply to a clean clone: ${errorText(error)}` };
+        }
+      })());
+
+    // 8. Verify-after (nothing to verify without a patch), in a FRESH sandbox: the agent's one
+    // is untrusted once the loop has run (a login profile that fakes the test command, a .pth
+    // file in setup's virtualenv, a process left behind writing into the test's output), and
+    // evidence from it would be the agent's to choose. The verdict gets only the source
+    // changes, on the repository's own tests and harness; the agent's tests and harness
+    // changes then run on top, reported as its own evidence.
     if (test && leaf.patch !== '') {
       const verified = await phase('verify-after', async () => {
+        const { applied, error } = await analyze();
+        if (!applied?.split) return error ?? 'the patch could not be read';
+        const { kept, setAside } = applied.split;
         const used = sandbox;
         sandbox = undefined;
         // A container that will not go is the reaper's; it must not cost the run its result.
@@ -457,14 +486,26 @@ export async function runPipeline(
           );
         const failed = await bringUp(false);
         if (failed) return `a fresh sandbox for the tests could not be prepared: ${failed.error}`;
-        const applied = await sandbox!.exec(`${SANDBOX_GIT} apply --whitespace=nowarn -`, {
-          stdin: leaf.patch.endsWith('\n') ? leaf.patch : `${leaf.patch}\n`,
-          timeoutMs: 120_000,
-          signal,
-        });
-        if (applied.exitCode !== 0)
-          return `the patch did not apply in a fresh sandbox: ${tail(combined(applied).trim(), 300)}`;
+        const apply = async (text: string): Promise<string | undefined> => {
+          if (text === '') return undefined;
+          const run = await sandbox!.exec(`${SANDBOX_GIT} apply --whitespace=nowarn -`, {
+            stdin: text,
+            timeoutMs: 120_000,
+            signal,
+          });
+          return run.exitCode === 0 ? undefined : tail(combined(run).trim(), 300);
+        };
+        const keptFailed = await apply(kept);
+        if (keptFailed) return `the patch did not apply in a fresh sandbox: ${keptFailed}`;
         result.verifyAfter = await runTest(sandbox!, test, 'verify-after', deps, signal);
+        if (setAside !== '' && !signal.aborted) {
+          const restFailed = await apply(setAside);
+          if (restFailed) {
+            log.warn({ reason: restFailed }, "the agent's tests could not be applied");
+          } else {
+            result.agentTests = await runTest(sandbox!, test, 'agent-tests', deps, signal);
+          }
+        }
         return undefined;
       });
       if (signal.aborted) return stop('cancelled', 'the run was cancelled');
@@ -476,22 +517,13 @@ export async function runPipeline(
 
     // 9. Policy checks on the patch text, and on what git makes of it on a clean clone.
     result.violations = await phase('policy', async () => {
-      const policy = {
-        blockedPaths: config.blocked_paths,
-        maxPatchBytes: deps.maxPatchBytes ?? DEFAULT_MAX_PATCH_BYTES,
-      };
+      const policy = { blockedPaths: config.blocked_paths, maxPatchBytes };
       const violations = checkPatch(leaf.patch, policy);
       if (leaf.patch.trim() === '' || violations.some((v) => v.rule === 'patch_size'))
         return violations;
-      try {
-        const changes = await workspace!.changesFromPatch(leaf.patch);
-        for (const v of checkAppliedChanges(changes, policy)) {
-          if (!violations.some((w) => w.rule === v.rule && w.detail === v.detail))
-            violations.push(v);
-        }
-      } catch (error) {
-        // Publishing applies it the same way and will say so; the text checks stand.
-        log.warn({ err: errorText(error) }, 'the patch does not apply to a clean clone');
+      const { applied } = await analyze();
+      for (const v of applied ? checkAppliedChanges(applied.changes, policy) : []) {
+        if (!violations.some((w) => w.rule === v.rule && w.detail === v.detail)) violations.push(v);
       }
       return violations;
     });
@@ -538,7 +570,7 @@ export function taskText(
 async function runTest(
   sandbox: Sandbox,
   test: { command: string; source: 'config' | 'detected' },
-  phase: 'verify-before' | 'verify-after',
+  phase: 'verify-before' | 'verify-after' | 'agent-tests',
   deps: PipelineDeps,
   signal: AbortSignal,
 ): Promise<TestResult> {

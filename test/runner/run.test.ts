@@ -388,6 +388,96 @@ describe('runPipeline with the local sandbox', () => {
     expectNothingLeft(s);
   });
 
+  it("takes the verdict from the repository's own harness: a conftest.py forcing exit 0 does not turn fail into pass", async () => {
+    // The bug stays; the patch adds a conftest.py whose session hook reports success, a test
+    // of its own, and a comment in the source.
+    const forged = [
+      'def pytest_sessionfinish(session, exitstatus):',
+      '    session.exitstatus = 0',
+      '',
+    ].join('\n');
+    const s = await setup({
+      script: [
+        toolCall('Write', { file_path: 'conftest.py', content: forged }),
+        toolCall('Write', {
+          file_path: 'tests/test_extra.py',
+          content: 'def test_extra():\n    assert True\n',
+        }),
+        toolCall('Edit', {
+          file_path: 'calc.py',
+          old_string: 'return a - b',
+          new_string: 'return a - b  # fixed',
+        }),
+        finalAnswer('Fixed, the tests pass.'),
+      ],
+      extraFiles: { '.github/frognano.yml': `test: ${PYTEST}\n` },
+    });
+    const result = await runPipeline(s.request, s.deps);
+    expect(result.outcome).toBe('completed');
+    expect(result.error).toBeUndefined();
+    expect(result.verifyBefore).toMatchObject({ exitCode: 1 });
+    // The verdict: the source change on the original harness and tests.
+    expect(result.verifyAfter).toMatchObject({ exitCode: 1, timedOut: false });
+    expect(result.verifyAfter!.outputTail).toContain('1 failed, 1 passed');
+    // The agent's own evidence, with its conftest.py and test: reported, not trusted.
+    expect(result.agentTests).toMatchObject({ command: PYTEST, exitCode: 0 });
+    expect(result.agentTests!.outputTail).toContain('1 failed, 2 passed');
+    expect(result.patchFacts).toMatchObject({
+      harnessFiles: ['conftest.py'],
+      testFiles: ['tests/test_extra.py'],
+    });
+    expectNothingLeft(s);
+  });
+
+  it("lists links, binaries, mode changes and .gitattributes from git's own reading, and refuses links out of the repository", async () => {
+    const commands = [
+      'ln -s /etc etc-link',
+      'ln -s ../../../../etc/passwd passwd-link',
+      'mkdir -p docs "docs b" && ln -s ../calc.py docs/calc-link',
+      "printf '\\177ELF\\002\\001\\001\\000\\000' > tool.bin && chmod +x tool.bin calc.py",
+      "printf 'x = 1\\n' > café.py && printf 'hi\\n' > 'docs b/innocent.md'",
+      "printf '*.py filter=lfs\\n' > .gitattributes",
+    ].join(' && ');
+    const s = await setup({
+      script: [toolCall('Bash', { command: commands }), finalAnswer('done')],
+      extraFiles: { '.github/frognano.yml': `test: ${PYTEST}\n` },
+    });
+    const result = await runPipeline(s.request, s.deps);
+    expect(result.outcome).toBe('completed');
+    const facts = result.patchFacts!;
+    expect(facts.files.map((f) => [f.path, f.status, f.added, f.removed])).toEqual([
+      ['.gitattributes', 'A', 1, 0],
+      ['café.py', 'A', 1, 0],
+      ['calc.py', 'M', 0, 0],
+      ['docs b/innocent.md', 'A', 1, 0],
+      ['docs/calc-link', 'A', 1, 0],
+      ['etc-link', 'A', 1, 0],
+      ['passwd-link', 'A', 1, 0],
+      ['tool.bin', 'A', null, null],
+    ]);
+    expect(result.filesChanged).toEqual(facts.files.map((f) => f.path));
+    expect(facts.symlinks).toEqual([
+      { path: 'docs/calc-link', target: '../calc.py' },
+      { path: 'etc-link', target: '/etc' },
+      { path: 'passwd-link', target: '../../../../etc/passwd' },
+    ]);
+    expect(facts.binaries).toEqual([{ path: 'tool.bin', size: 9, mode: '100755' }]);
+    expect(facts.modeChanges).toEqual([
+      { path: 'calc.py', oldMode: '100644', newMode: '100755' },
+      { path: 'tool.bin', oldMode: '000000', newMode: '100755' },
+    ]);
+    expect(facts.gitattributes).toEqual(['.gitattributes']);
+    expect(result.violations.filter((v) => v.rule === 'symlink')).toEqual([
+      { rule: 'symlink', detail: 'etc-link is a link to "/etc", which is outside the repository' },
+      {
+        rule: 'symlink',
+        detail:
+          'passwd-link is a link to "../../../../etc/passwd", which is outside the repository',
+      },
+    ]);
+    expectNothingLeft(s);
+  });
+
   it('stops with model_unreachable in one line when the endpoint is down', async () => {
     const s = await setup();
     const result = await runPipeline(s.request, {
