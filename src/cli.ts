@@ -110,5 +110,6 @@ function isOneLineFailure(error: Error): boolean {
     'ModelEndpointError',
     'RepoConfigError',
     'AppConfigError',
+    'SandboxImageError',
   ].includes(error.name);
 }

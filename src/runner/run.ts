@@ -371,6 +371,15 @@ export async function runPipeline(
       result.verifyBefore = await phase('verify-before', () =>
         runTest(sandbox!, test, 'verify-before', deps, signal),
       );
+      // A test command that cannot even start would waste the whole agent run on the GPU.
+      const unrunnable = missingToolLine(result.verifyBefore);
+      if (unrunnable !== undefined) {
+        result.setupTail = result.verifyBefore.outputTail;
+        return stop(
+          'setup_failed',
+          `the test command ${shortCommand(test.command)} could not run (exit ${result.verifyBefore.exitCode}: ${unrunnable}): install the tool in \`setup\` or pick an \`image\` that has it`,
+        );
+      }
     }
     if (signal.aborted) return stop('cancelled', 'the run was cancelled');
     await excludeUntracked(sandbox, signal, log);
@@ -513,6 +522,16 @@ export function taskText(
   if (config.instructions?.trim()) parts.push(config.instructions.trim());
   if (request.extraGuidance?.trim()) parts.push(request.extraGuidance.trim());
   return parts.join('\n\n');
+}
+
+/** The shell's "command not found" line when the test command could not start, else undefined. */
+function missingToolLine(test: TestResult): string | undefined {
+  const lines = test.outputTail.split('\n').map((line) => line.trim());
+  const notFound = lines.find((line) => /(command )?not found$/.test(line));
+  if (test.exitCode === 127) return notFound ?? lines.filter(Boolean).at(-1) ?? 'no output';
+  return test.exitCode !== 0 && notFound !== undefined && lines.filter(Boolean).at(-1) === notFound
+    ? notFound
+    : undefined;
 }
 
 async function runTest(
