@@ -7,7 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
-import { loadProcessConfig } from '../config.js';
+import { loadProcessConfig, repoConfigCaps } from '../config.js';
 import { log as defaultLogger } from '../log.js';
 import { runLeaf, type LeafRunResult } from '../leaf/loop.js';
 import type { Model } from '../leaf/model.js';
@@ -35,7 +35,12 @@ import {
   checkPatch,
   patchFiles,
 } from './patch-policy.js';
-import { RepoConfigError, loadRepoConfig, type RepoConfig } from './repo-config.js';
+import {
+  DEFAULT_TIMEOUT_MINUTES,
+  RepoConfigError,
+  loadRepoConfig,
+  type RepoConfig,
+} from './repo-config.js';
 import type {
   RunOutcome,
   RunPhase,
@@ -58,7 +63,7 @@ import {
 } from '../sandbox/snapshot-cache.js';
 import { prepareWorkspace, type Workspace } from './workspace.js';
 
-export const DEFAULT_TIMEOUT_MINUTES = 30;
+export { DEFAULT_TIMEOUT_MINUTES };
 export const DEFAULT_SETUP_TIMEOUT_MS = 20 * 60_000;
 export const DEFAULT_TEST_TIMEOUT_MS = 10 * 60_000;
 /** Characters of combined output kept for setup and test results. */
@@ -193,7 +198,7 @@ export async function runPipeline(
 
     let config: RepoConfig;
     try {
-      config = await phase('config', () => loadRepoConfig(treeDir));
+      config = await phase('config', () => loadRepoConfig(treeDir, repoConfigCaps(env)));
     } catch (error) {
       if (error instanceof RepoConfigError) return stop('config_error', error.message);
       throw error;

@@ -290,6 +290,22 @@ describe('runPipeline with the local sandbox', () => {
     expectNothingLeft(s);
   });
 
+  it("bounds the repository's budgets by the operator's caps", async () => {
+    const s = await setup({
+      script: [finalAnswer('nothing')],
+      extraFiles: { '.github/frognano.yml': 'max_steps: 400\ntimeout_minutes: 300\n' },
+    });
+    const env = {
+      ...(s.deps.env ?? process.env),
+      FROGNANO_MAX_STEPS_CAP: '7',
+      FROGNANO_MAX_TIMEOUT_MINUTES_CAP: '2',
+    };
+    const result = await runPipeline(s.request, { ...s.deps, env });
+    expect(result.budgets.maxSteps).toBe(7);
+    expect(result.budgets.timeoutMs).toBe(2 * 60_000);
+    expectNothingLeft(s);
+  });
+
   it('detects the test command when the config names none', async () => {
     const s = await setup({ script: [finalAnswer('nothing')] });
     const result = await runPipeline(s.request, s.deps);
