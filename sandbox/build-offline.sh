@@ -147,7 +147,6 @@ docker import \
   --change 'ENV PATH=/home/frognano/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   --change 'ENV LANG=C.UTF-8' \
   --change 'ENV HOME=/home/frognano' \
-  --change 'ENV PIP_BREAK_SYSTEM_PACKAGES=1' \
   --change 'CMD ["/bin/bash"]' \
   --message "frognano sandbox: debootstrap $SUITE minbase + sandbox/setup-image.sh" \
   "$ROOTFS_TAR" "$IMAGE" >/dev/null
