@@ -34,4 +34,17 @@ describe('engines', () => {
       .filter(([, range]) => !semver.subset(ours, range));
     expect(Object.fromEntries(narrower)).toEqual(KNOWN_NARROWER);
   });
+
+  it("ships, in the App's Docker image, a Node every dependency accepts, running compiled code", () => {
+    const dockerfile = readFileSync('Dockerfile', 'utf8');
+    const major = /^ARG NODE_IMAGE=node:(\d+)-/m.exec(dockerfile)?.[1];
+    expect(major).toBeDefined();
+    const version = `${major}.99.0`;
+    expect(semver.satisfies(version, ours)).toBe(true);
+    for (const [name, range] of Object.entries(KNOWN_NARROWER)) {
+      expect(semver.satisfies(version, range), name).toBe(true);
+    }
+    expect(dockerfile).toMatch(/^CMD \["node", "dist\/cli\.js", "start"\]$/m);
+    expect(dockerfile).toMatch(/^RUN npm run build /m);
+  });
 });

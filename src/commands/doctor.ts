@@ -17,8 +17,11 @@ import { modelConfigFrom } from './model-config-from.js';
 
 export type CheckResult =
   | { ok: true; detail: string }
-  /** `warn`: runs can still work (the image builds itself); `block`: they cannot. */
-  | { ok: false; severity: 'warn' | 'block'; problem: string; fix: string };
+  /**
+   * `warn`: runs can still work (the image builds itself); `block`: they cannot; `skipped`:
+   * not checked because an earlier check it needs failed (that one already says what to do).
+   */
+  | { ok: false; severity: 'warn' | 'block' | 'skipped'; problem: string; fix: string };
 
 export interface Check {
   name: string;
@@ -53,7 +56,11 @@ const ALL: readonly AppMode[] = ['all', 'serve', 'worker'];
 const RUNS: readonly AppMode[] = ['all', 'worker'];
 const WEBHOOKS: readonly AppMode[] = ['all', 'serve'];
 
-const fail = (problem: string, fix: string, severity: 'warn' | 'block' = 'block'): CheckResult => ({
+const fail = (
+  problem: string,
+  fix: string,
+  severity: 'warn' | 'block' | 'skipped' = 'block',
+): CheckResult => ({
   ok: false,
   severity,
   problem,
@@ -85,7 +92,7 @@ const githubApp: Check = {
   modes: ALL,
   async run(context) {
     const app = context.app;
-    if (!app) return fail('not checked', 'fix the configuration first');
+    if (!app) return fail('not checked', 'the configuration check failed', 'skipped');
     if (!app.credentials) {
       return fail(
         'APP_ID, PRIVATE_KEY (or PRIVATE_KEY_PATH) and WEBHOOK_SECRET are not set',
@@ -141,7 +148,7 @@ const webhookUrl: Check = {
         detail: `deliveries come through WEBHOOK_PROXY_URL ${app.webhookProxyUrl}`,
       };
     }
-    if (!context.appOctokit) return fail('not checked', 'fix the GitHub App check first');
+    if (!context.appOctokit) return fail('not checked', 'the GitHub App check failed', 'skipped');
     try {
       const { data } = await context.appOctokit.request('GET /app/hook/config');
       const url = (data as { url?: string }).url;
@@ -164,7 +171,7 @@ const modelEndpoint: Check = {
   modes: RUNS,
   warnOnlyAtStart: true,
   async run(context) {
-    if (!context.process) return fail('not checked', 'fix the configuration first');
+    if (!context.process) return fail('not checked', 'the configuration check failed', 'skipped');
     const model = modelConfigFrom(context.process);
     try {
       await checkModelEndpoint(model, { timeoutMs: 5000 });
@@ -207,7 +214,7 @@ const sandboxImage: Check = {
       await assertDockerReachable(docker, { env: context.env, timeoutMs: 2000 });
       present = await imageExists(docker, image);
     } catch {
-      return fail('not checked', 'fix the Docker engine check first');
+      return fail('not checked', 'the Docker engine check failed', 'skipped');
     }
     if (present) return { ok: true, detail: `${image} is present` };
     if (image !== DEFAULT_SANDBOX_IMAGE) {
@@ -232,7 +239,7 @@ const dataDirectory: Check = {
   modes: ALL,
   async run(context) {
     const dir = context.app?.dataDir;
-    if (!dir) return fail('not checked', 'fix the configuration first');
+    if (!dir) return fail('not checked', 'the configuration check failed', 'skipped');
     const probe = join(dir, `.doctor-${process.pid}`);
     try {
       await mkdir(dir, { recursive: true });
@@ -256,7 +263,7 @@ const dataDirectory: Check = {
 export const queueBackendChecks: Record<string, (context: CheckContext) => Promise<CheckResult>> = {
   async sqlite(context) {
     const dir = context.app?.dataDir;
-    if (!dir) return fail('not checked', 'fix the configuration first');
+    if (!dir) return fail('not checked', 'the configuration check failed', 'skipped');
     const file = join(dir, 'frognano.sqlite');
     try {
       // Opened directly, not as a RunQueue: the doctor must not take over a running App's queue.
@@ -324,6 +331,7 @@ export async function runChecks(options: {
 
 export function formatOutcome(check: Check, result: CheckResult): string {
   if (result.ok) return `✓ ${check.name}: ${result.detail}`;
+  if (result.severity === 'skipped') return `- ${check.name}: not checked (${result.fix})`;
   return `${result.severity === 'warn' ? '!' : '✗'} ${check.name}: ${result.problem} → fix: ${result.fix}`;
 }
 
