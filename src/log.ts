@@ -1,5 +1,6 @@
 // One pino logger for the process: fixed messages plus an object, secrets redacted.
 import pino, { type Logger } from 'pino';
+import pretty from 'pino-pretty';
 import { redactSecrets } from './redact.js';
 
 export type { Logger };
@@ -20,8 +21,16 @@ const REDACT_PATHS = [
 ];
 
 export function createLogger(
-  options: { level?: string; destination?: pino.DestinationStream } = {},
+  options: {
+    level?: string;
+    destination?: pino.DestinationStream;
+    /** Human-readable lines instead of JSON; default: when stderr is a terminal. */
+    pretty?: boolean;
+  } = {},
 ): Logger {
+  const destination = options.destination ?? pino.destination(2);
+  // A person at a terminal reads lines; everything else (files, journald, collectors) gets JSON.
+  const readable = options.pretty ?? (options.destination === undefined && process.stderr.isTTY);
   return pino(
     {
       level: options.level ?? process.env.LOG_LEVEL ?? 'info',
@@ -31,7 +40,7 @@ export function createLogger(
         streamWrite: (line) => redactSecrets(line),
       },
     },
-    options.destination ?? pino.destination(2),
+    readable ? pretty({ destination, sync: true, translateTime: 'SYS:HH:MM:ss.l' }) : destination,
   );
 }
 

@@ -7,7 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
-import { loadProcessConfig } from '../config.js';
+import { loadProcessConfig, repoConfigCaps } from '../config.js';
 import { log as defaultLogger } from '../log.js';
 import { runLeaf, type LeafRunResult } from '../leaf/loop.js';
 import type { Model } from '../leaf/model.js';
@@ -38,7 +38,12 @@ import {
   checkPatch,
   patchFiles,
 } from './patch-policy.js';
-import { RepoConfigError, loadRepoConfig, type RepoConfig } from './repo-config.js';
+import {
+  DEFAULT_TIMEOUT_MINUTES,
+  RepoConfigError,
+  loadRepoConfig,
+  type RepoConfig,
+} from './repo-config.js';
 import type {
   RunOutcome,
   RunPhase,
@@ -62,7 +67,7 @@ import {
 import { prepareWorkspace, type AppliedPatch, type Workspace } from './workspace.js';
 import { isHarnessFile, isTestFile, patchFacts } from './patch-facts.js';
 
-export const DEFAULT_TIMEOUT_MINUTES = 30;
+export { DEFAULT_TIMEOUT_MINUTES };
 export const DEFAULT_SETUP_TIMEOUT_MS = 20 * 60_000;
 export const DEFAULT_TEST_TIMEOUT_MS = 10 * 60_000;
 /** Characters of combined output kept for setup and test results. */
@@ -203,7 +208,7 @@ export async function runPipeline(
 
     let config: RepoConfig;
     try {
-      config = await phase('config', () => loadRepoConfig(treeDir));
+      config = await phase('config', () => loadRepoConfig(treeDir, repoConfigCaps(env)));
     } catch (error) {
       if (error instanceof RepoConfigError) return stop('config_error', error.message);
       throw error;
@@ -388,6 +393,15 @@ export async function runPipeline(
       result.verifyBefore = await phase('verify-before', () =>
         runTest(sandbox!, test, 'verify-before', deps, signal),
       );
+      // A test command that cannot even start would waste the whole agent run on the GPU.
+      const unrunnable = missingToolLine(result.verifyBefore);
+      if (unrunnable !== undefined) {
+        result.setupTail = result.verifyBefore.outputTail;
+        return stop(
+          'setup_failed',
+          `the test command ${shortCommand(test.command)} could not run (exit ${result.verifyBefore.exitCode}: ${unrunnable}): install the tool in \`setup\` or pick an \`image\` that has it`,
+        );
+      }
     }
     if (signal.aborted) return stop('cancelled', 'the run was cancelled');
     await excludeUntracked(sandbox, signal, log);
@@ -565,6 +579,16 @@ export function taskText(
   if (config.instructions?.trim()) parts.push(config.instructions.trim());
   if (request.extraGuidance?.trim()) parts.push(request.extraGuidance.trim());
   return parts.join('\n\n');
+}
+
+/** The shell's "command not found" line when the test command could not start, else undefined. */
+function missingToolLine(test: TestResult): string | undefined {
+  const lines = test.outputTail.split('\n').map((line) => line.trim());
+  const notFound = lines.find((line) => /(command )?not found$/.test(line));
+  if (test.exitCode === 127) return notFound ?? lines.filter(Boolean).at(-1) ?? 'no output';
+  return test.exitCode !== 0 && notFound !== undefined && lines.filter(Boolean).at(-1) === notFound
+    ? notFound
+    : undefined;
 }
 
 async function runTest(

@@ -38,8 +38,12 @@ import {
 // Delays between helper restart attempts; `undefined` marks the last attempt.
 const RESTART_BACKOFF_MS: readonly (number | undefined)[] = [250, 1000, undefined];
 
-/** Built by sandbox/Dockerfile, or offline by sandbox/build-offline.sh (same name). */
-export const DEFAULT_SANDBOX_IMAGE = 'frognano/sandbox:py3';
+/**
+ * Built by sandbox/Dockerfile, or offline by sandbox/build-offline.sh: the same recipe
+ * (sandbox/setup-image.sh). The tag carries the recipe version: change the recipe, bump it, and
+ * every start builds the new image instead of using a stale one.
+ */
+export const DEFAULT_SANDBOX_IMAGE = 'frognano/sandbox:py3-r2';
 export const LABEL_RUN = 'frognano.run';
 export const LABEL_REPO = 'frognano.repo';
 export const LABEL_CREATED = 'frognano.created';

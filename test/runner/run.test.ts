@@ -273,6 +273,39 @@ describe('runPipeline with the local sandbox', () => {
     expectNothingLeft(slowTest);
   });
 
+  it('stops before the agent when the test command cannot run (a missing tool, exit 127)', async () => {
+    const s = await setup({
+      extraFiles: { '.github/frognano.yml': 'test: frognano-no-such-tool -q\n' },
+    });
+    const before = server.requests.length;
+    const result = await runPipeline(s.request, s.deps);
+    expect(result.outcome).toBe('setup_failed');
+    expect(result.error).toMatch(
+      /^the test command `frognano-no-such-tool -q` could not run \(exit 127: .*frognano-no-such-tool: command not found\): install the tool in `setup` or pick an `image` that has it$/,
+    );
+    expect(result.verifyBefore).toMatchObject({ exitCode: 127 });
+    expect(result.setupTail).toContain('command not found');
+    expect(result.timings.agent).toBeUndefined();
+    expect(server.requests.length).toBe(before);
+    expectNothingLeft(s);
+  });
+
+  it("bounds the repository's budgets by the operator's caps", async () => {
+    const s = await setup({
+      script: [finalAnswer('nothing')],
+      extraFiles: { '.github/frognano.yml': 'max_steps: 400\ntimeout_minutes: 300\n' },
+    });
+    const env = {
+      ...(s.deps.env ?? process.env),
+      FROGNANO_MAX_STEPS_CAP: '7',
+      FROGNANO_MAX_TIMEOUT_MINUTES_CAP: '2',
+    };
+    const result = await runPipeline(s.request, { ...s.deps, env });
+    expect(result.budgets.maxSteps).toBe(7);
+    expect(result.budgets.timeoutMs).toBe(2 * 60_000);
+    expectNothingLeft(s);
+  });
+
   it('detects the test command when the config names none', async () => {
     const s = await setup({ script: [finalAnswer('nothing')] });
     const result = await runPipeline(s.request, s.deps);
