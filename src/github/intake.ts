@@ -149,6 +149,7 @@ export class Intake {
         () => this.deps.queue.completeDelivery(deliveryId),
         (error: unknown) => {
           // Left pending (its run held): tried again soon, and at the next start.
+          if (this.#stopped) return;
           this.deps.log.error({ err: error, deliveryId, key }, 'intake failed');
           this.#retrySoon();
         },
