@@ -1,10 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'node:http';
 import { connect } from 'node:net';
 import { Writable } from 'node:stream';
+import Database from 'better-sqlite3';
 import nock from 'nock';
 import { MAX_WEBHOOK_BYTES, startApp } from '../src/app.js';
 import { createLogger, MAX_LOG_LINE } from '../src/log.js';
@@ -677,5 +678,43 @@ describe('one owner per data directory', () => {
     expect(harness.app.queue!.list()).toMatchObject([{ state: 'running', attempts: 1 }]);
     held.release();
     await harness.app.workers!.idle();
+  });
+});
+
+describe('retention', () => {
+  it('prunes finished runs and trajectories older than FROGNANO_RETENTION_DAYS when the App starts', async () => {
+    const first = await startHarness();
+    const { dataDir, root } = first;
+    await first.stop({ keepFiles: true });
+    const queue = RunQueue.open({ dataDir, concurrency: 1 });
+    const make = (n: number) => {
+      const r = queue.enqueue({ key: `k${n}`, job: { n } });
+      if (r.status !== 'queued') throw new Error('not queued');
+      return r.run.id;
+    };
+    const old = make(1);
+    const recent = make(2);
+    queue.finish(old, 'done');
+    queue.finish(recent, 'failed');
+    queue.close();
+    const db = new Database(join(dataDir, 'frognano.sqlite'));
+    db.prepare(`UPDATE runs SET finished_at = ? WHERE id = ?`).run(
+      Date.now() - 8 * 24 * 3600_000,
+      old,
+    );
+    db.close();
+    for (const id of [old, recent]) {
+      mkdirSync(join(dataDir, 'trajectories', id), { recursive: true });
+      writeFileSync(join(dataDir, 'trajectories', id, 'trajectory.json'), '{}');
+    }
+
+    harness = await startHarness({ root, dataDir, env: { FROGNANO_RETENTION_DAYS: '7' } });
+    await waitFor(
+      () => !existsSync(join(dataDir, 'trajectories', old)),
+      'the old trajectory to be pruned',
+    );
+    expect(harness.app.queue!.get(old)).toBeUndefined();
+    expect(existsSync(join(dataDir, 'trajectories', recent))).toBe(true);
+    expect(harness.app.queue!.get(recent)?.state).toBe('failed');
   });
 });
