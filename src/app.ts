@@ -54,6 +54,8 @@ export interface StartAppOptions {
   /** Octokit class for GitHub calls (tests tune retries); default Probot's, throttling and retry on. */
   Octokit?: typeof ProbotOctokit;
   pollMs?: number;
+  /** Wait before deliveries whose permission check failed are tried again (default 30 s). */
+  intakeRetryMs?: number;
 }
 
 export interface RunningApp {
@@ -244,6 +246,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     lock,
     onEnqueued: () => workers?.kick(),
     onCancelRequested: (runId) => workers?.abort(runId),
+    retryMs: options.intakeRetryMs,
   });
 
   let server: Server | undefined;

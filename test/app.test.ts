@@ -17,6 +17,7 @@ import {
   mockGitHub,
   mockPlainComments,
   mockStatusComment,
+  newGitHubMock,
   sign,
   startHarness,
   waitFor,
@@ -331,6 +332,30 @@ describe('triggers through probot.receive()', () => {
     expect(gh.statusBodies.some((b) => b.includes('cancelled by @Codertocat'))).toBe(true);
     expect(last).toContain('cancelled');
     expect(harness.app.queue!.list().map((r) => r.state)).toEqual(['cancelled', 'cancelled']);
+  });
+});
+
+describe('GitHub failing during intake', () => {
+  it('retries a delivery whose permission check failed (its run held meanwhile), then runs it once', async () => {
+    harness = await startHarness({ script: [finalAnswer('Nothing to change.')] });
+    // Its own scope: the helpers' scope is persisted as a whole.
+    nock(API)
+      .get(/^\/repos\/Codertocat\/Hello-World\/collaborators\/[^/]+\/permission$/)
+      .reply(502, { message: 'Bad Gateway' });
+    const gh = newGitHubMock();
+    mockGitHub({}, gh);
+    mockStatusComment(gh);
+    expect(await harness.deliver('issues', labeledPayload({ sender: maintainer }), 'flaky')).toBe(
+      200,
+    );
+    await waitFor(
+      () => harness!.app.queue!.list()[0]?.state === 'done',
+      'the retried check to let the run through',
+    );
+    expect(gh.calls.filter((c) => c.includes('/permission'))).toHaveLength(1);
+    expect(harness.app.queue!.pendingDeliveries()).toEqual([]);
+    expect(gh.reactions).toEqual(['eyes']);
+    await harness.app.intake!.idle();
   });
 });
 

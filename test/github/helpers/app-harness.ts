@@ -103,6 +103,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     log,
     Octokit: FastOctokit,
     pollMs: 50,
+    intakeRetryMs: 200,
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
