@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import Database from 'better-sqlite3';
 import nock from 'nock';
@@ -635,6 +635,35 @@ describe('webhook bodies over the cap (raw sockets)', () => {
     expect(result.written).toBeLessThan(MAX_WEBHOOK_BYTES + 40 * 1024 * 1024);
     if (result.response) expect(result.response).toMatch(/^HTTP\/1\.1 413/);
     expect(harness.app.queue!.pendingDeliveries()).toEqual([]);
+    expect((await fetch(`${harness.url}/ping`)).status).toBe(200);
+  });
+
+  it('cuts a connection once all bodies being read would hold more than the in-flight cap', async () => {
+    harness = await startHarness();
+    const { hostname, port } = new URL(harness.url);
+    const head = headers('/api/github/webhooks', 'transfer-encoding: chunked\r\n');
+    const frame = (p: Buffer) =>
+      Buffer.concat([Buffer.from(`${p.length.toString(16)}\r\n`), p, Buffer.from('\r\n')]);
+    // Four slow senders, each just under the per-request cap, never finishing their body.
+    const slow = await Promise.all(
+      [1, 2, 3, 4].map(
+        () =>
+          new Promise<Socket>((resolve) => {
+            const socket = connect(Number(port), hostname, () => {
+              socket.write(head);
+              socket.write(frame(Buffer.alloc(MAX_WEBHOOK_BYTES - 1024 * 1024, 0x7b)), () =>
+                resolve(socket),
+              );
+            });
+          }),
+      ),
+    );
+    // Let the server read what they sent.
+    await new Promise((r) => setTimeout(r, 500));
+    const fifth = await flood(harness.url, head, 20 * 1024 * 1024, frame);
+    expect(fifth.cut).toBe(true);
+    if (fifth.response) expect(fifth.response).toMatch(/^HTTP\/1\.1 503/);
+    for (const socket of slow) socket.destroy();
     expect((await fetch(`${harness.url}/ping`)).status).toBe(200);
   });
 
