@@ -177,6 +177,14 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     retentionDays: config.retentionDays,
     log,
   });
+  // A start that fails after taking the lock gives it back (an embedding process may retry).
+  const failStart = async (error: unknown): Promise<never> => {
+    await workers?.stop();
+    await retention.stop();
+    queue.close();
+    dataDirLock.release();
+    throw error;
+  };
   const lock = new KeyedLock();
   const probotForAuth = new ProbotWithDefaults();
   const auth = (installationId: number) =>
@@ -235,7 +243,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
         const docker = config.sandbox === 'docker' ? connectDocker(env) : undefined;
         await reap(docker, { liveRunIds, workRoot: join(config.dataDir, 'runs'), log });
       });
-    await workers.recover(reapOrphans);
+    await workers.recover(reapOrphans).catch(failStart);
     workers.start();
   }
 
@@ -271,7 +279,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       probot = app;
       return appFn(app, appOptions);
     });
-    httpServer = await server.start();
+    httpServer = await server.start().catch(failStart);
     guardWebhookBodies(httpServer, config.webhookPath, log);
     // Deliveries recorded before a crash but not yet handled.
     void intake.kick();

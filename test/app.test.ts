@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import Database from 'better-sqlite3';
 import nock from 'nock';
@@ -732,6 +732,27 @@ describe('one owner per data directory', () => {
     expect(harness.app.queue!.list()).toMatchObject([{ state: 'running', attempts: 1 }]);
     held.release();
     await harness.app.workers!.idle();
+  });
+});
+
+describe('a start that fails after taking the data directory', () => {
+  it('gives the lock back, so the next start on it succeeds', async () => {
+    const busy = createServer();
+    await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+    const { port } = busy.address() as { port: number };
+    try {
+      const first = await startHarness();
+      const { root, dataDir, model } = first;
+      await first.stop({ keepFiles: true });
+      await expect(
+        startHarness({ root, dataDir, model, env: { PORT: String(port) } }),
+      ).rejects.toThrow(/already in use/);
+      harness = await startHarness({ root, dataDir, model });
+      cleanupModel = model;
+      expect(harness.app.url).toBeDefined();
+    } finally {
+      busy.close();
+    }
   });
 });
 
