@@ -1,3 +1,4 @@
+import { instanceId } from '../../src/instance-id.js';
 // The Sandbox conformance suite, run against LocalSandbox and DockerSandbox alike, plus the
 // Docker-only surface (copyIn, network cut, commit, labels, hardening, helper recovery).
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
@@ -19,7 +20,6 @@ import {
   LABEL_OWNER,
   LABEL_OWNER_PID,
   LABEL_OWNER_PROCESS,
-  instanceId,
   sandboxOwner,
 } from '../../src/sandbox/owner.js';
 import { dockerSandboxWithTree } from '../support/docker-sandbox-factory.js';
