@@ -8,6 +8,7 @@ import { checkModelEndpoint } from '../leaf/openai-model.js';
 import { runPipeline } from '../runner/run.js';
 import type { RunProgress, RunResult } from '../runner/run-types.js';
 import { assertDockerReachable, connectDocker } from '../sandbox/docker-engine.js';
+import { writeRunPage } from '../web/index.js';
 import { modelConfigFrom } from './model-config-from.js';
 import { renderSummary } from './render-summary.js';
 import { parseSolveOptions, UsageError } from './solve-options.js';
@@ -68,6 +69,7 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
 
   await writeFile(path.join(outDir, 'patch.diff'), result.patch);
   await writeFile(path.join(outDir, 'summary.md'), renderSummary(result));
+  await writeRunPage(outDir, { result, repo: options.repo, issueText, model: modelConfig.model });
   io.stderr(finalLine(result, outDir));
   return result.outcome === 'completed' ? 0 : 1;
 }
