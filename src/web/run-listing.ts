@@ -1,7 +1,6 @@
 // The runs as the web pages and `frognano runs` see them, behind one small async interface, so a
 // shared queue backend only has to implement `RunListing`.
 import type { IssueJob } from '../github/job.js';
-import { runOutDir } from '../github/worker.js';
 import type { RunQueue, RunState } from '../queue/queue.js';
 import { readRunRecord, readTrajectory } from './run-record.js';
 
@@ -48,9 +47,13 @@ export function triggerOf(job: Pick<IssueJob, 'source' | 'sender'>): string {
 /** The listing over today's embedded SQLite queue. */
 export function queueRunListing(
   queue: Pick<RunQueue<IssueJob>, 'list' | 'get'>,
-  options: { dataDir: string; gitBaseUrl: string },
+  options: {
+    gitBaseUrl: string;
+    /** Where a run keeps trajectory.json and run.json (the worker's run output directory). */
+    runDir: (id: string) => string;
+  },
 ): RunListing {
-  const runDir = (id: string) => runOutDir(options.dataDir, id);
+  const { runDir } = options;
   const summarize = async (run: ReturnType<RunQueue<IssueJob>['list']>[number]) => {
     const { job } = run;
     const repo = `${job.owner}/${job.repo}`;
