@@ -124,7 +124,7 @@ function renderAttempt(
     ? `<p class="pad">${text(attempt.label)}: ${text(attempt.verdict)}${attempt.selected ? ' (published)' : ''}</p>`
     : '';
   return `<section class="attempt" id="${attemptId(index)}"${live ? ' data-live' : ''}>
-${verdict}${renderDiff(attempt.patch)}
+${verdict}${renderDiff(attempt.patch, live)}
 <section class="block"><h2>Steps</h2><ol class="summary">${renderSummaryItems(attempt, index, 0)}</ol></section>
 <div class="toolbar"><input class="search" type="search" placeholder="Search steps (command, path, output, reasoning)" aria-label="Search steps">
 <select class="tool-filter" aria-label="Filter by tool"><option value="">all tools</option>${[
@@ -370,8 +370,11 @@ function lineClass(line: string): string {
   return 'meta';
 }
 
-function renderDiff(patch: string): string {
+function renderDiff(patch: string, running: boolean): string {
   const files = splitPatch(patch);
+  if (files.length === 0 && running) {
+    return '<section class="block"><h2>Change</h2><p class="empty">The change appears here when the run has finished.</p></section>';
+  }
   if (files.length === 0) {
     return '<section class="block"><h2>Change</h2><p class="empty">No change: the patch is empty.</p></section>';
   }

@@ -83,7 +83,7 @@ export function runPageData(source: RunPageSource): RunPageData {
     outcome: r?.outcome ?? source.outcome,
     error: r?.error ?? t?.error ?? undefined,
     exitReason,
-    partial: r?.partial ?? t?.partial,
+    partial: r?.partial ?? (state === 'finished' ? t?.partial : undefined),
     finalMessage: r?.finalMessage ?? t?.final_message,
     testCommand: r?.testCommand,
     verifyBefore: r?.verifyBefore,
