@@ -117,7 +117,8 @@ export function runsPageHandler(options: RunsPageOptions) {
         'content-security-policy': CSP,
         'x-content-type-options': 'nosniff',
         'x-frame-options': 'DENY',
-        'referrer-policy': 'no-referrer',
+        // same-origin, not no-referrer: browsers then send `Origin: null` on our own POSTs.
+        'referrer-policy': 'same-origin',
         'cache-control': 'no-store',
         ...headers,
       })
@@ -307,7 +308,7 @@ function readSmallBody(req: IncomingMessage, max = 4096): Promise<string> {
 }
 
 function page(title: string, body: string): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="referrer" content="no-referrer"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${text(title)}</title><style>${STYLE}</style></head><body><main><h1>${text(title)}</h1>${body}</main></body></html>`;
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="referrer" content="same-origin"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${text(title)}</title><style>${STYLE}</style></head><body><main><h1>${text(title)}</h1>${body}</main></body></html>`;
 }
 
 function renderRuns(
