@@ -29,7 +29,11 @@ export function generateTrajectory(options: {
   tokens: number;
   status?: 'running' | 'finished';
 }): Trajectory {
-  const perStepChars = Math.max(200, Math.floor((options.tokens * 4) / options.steps) - 400);
+  // Four steps in five carry a long observation; each step adds ~300 bytes besides it.
+  const perStepChars = Math.max(
+    200,
+    Math.floor((options.tokens * 4 - options.steps * 300) / (options.steps * 0.8)),
+  );
   const messages: Message[] = [
     { role: 'system', content: 'You are a coding agent.' },
     { role: 'user', content: 'Fix the flaky retry logic in the HTTP handler.' },
