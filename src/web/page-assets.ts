@@ -4,8 +4,8 @@
 import { cspHash } from './html.js';
 
 export const PAGE_STYLE = `
-:root{--fg:#1f2328;--mut:#59636e;--bg:#fff;--bg2:#f6f8fa;--bd:#d1d9e0;--add:#dafbe1;--del:#ffebe9;--hunk:#ddf4ff;--acc:#0969da;--ok:#1a7f37;--bad:#cf222e}
-@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--mut:#9198a1;--bg:#0d1117;--bg2:#151b23;--bd:#3d444d;--add:#12361f;--del:#4b1a1c;--hunk:#0c2d6b;--acc:#4493f8;--ok:#3fb950;--bad:#f85149}}
+:root{--fg:#1f2328;--mut:#59636e;--bg:#fff;--bg2:#f6f8fa;--bd:#d1d9e0;--add:#dafbe1;--del:#ffebe9;--hunk:#ddf4ff;--acc:#0969da;--ok:#1a7f37;--bad:#cf222e;--kw:#cf222e;--str:#0a3069;--num:#0550ae}
+@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--mut:#9198a1;--bg:#0d1117;--bg2:#151b23;--bd:#3d444d;--add:#12361f;--del:#4b1a1c;--hunk:#0c2d6b;--acc:#4493f8;--ok:#3fb950;--bad:#f85149;--kw:#ff7b72;--str:#a5d6ff;--num:#79c0ff}}
 *{box-sizing:border-box}
 body{margin:0;font:14px/1.45 -apple-system,BlinkMacSystemFont,"Segoe UI",Helvetica,Arial,sans-serif;color:var(--fg);background:var(--bg)}
 [hidden]{display:none!important}
@@ -25,6 +25,7 @@ table.evidence td,table.evidence th{border-top:1px solid var(--bd);padding:4px 1
 details.file{border-top:1px solid var(--bd)}
 details.file>summary{padding:4px 10px;cursor:pointer;font-family:ui-monospace,monospace;overflow-wrap:anywhere}
 .l{display:block}.l.add{background:var(--add)}.l.del{background:var(--del)}.l.hunk{background:var(--hunk);color:var(--mut)}.l.meta{color:var(--mut)}
+.tk-k{color:var(--kw);font-weight:600}.tk-s{color:var(--str)}.tk-c{color:var(--mut);font-style:italic}.tk-n{color:var(--num)}
 .n-add{color:var(--ok)}.n-del{color:var(--bad)}
 ol.summary{margin:0;padding:6px 10px;list-style:none;max-height:320px;overflow:auto;font:12px/1.6 ui-monospace,monospace}
 ol.summary li{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}

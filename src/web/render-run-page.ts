@@ -2,7 +2,8 @@
 // entirely on the server. Every string a model, a tool or an issue wrote goes through `text()`.
 import type { TrajectoryStep } from '../leaf/trajectory.js';
 import type { TestResult } from '../runner/run-types.js';
-import { formatCount, formatDuration, jsonForScript, safeHref, text } from './html.js';
+import { highlightLine, languageOf } from './highlight.js';
+import { escapeHtml, formatCount, formatDuration, jsonForScript, safeHref, text } from './html.js';
 import { PAGE_SCRIPT, PAGE_STYLE, runPageCsp } from './page-assets.js';
 import type { RunPageAttempt, RunPageData } from './run-page-data.js';
 
@@ -386,8 +387,16 @@ function renderDiff(patch: string, running: boolean): string {
       shown.length < f.lines.length
         ? `<p class="empty">… ${formatCount(f.lines.length - shown.length)} more lines</p>`
         : '';
+    const family = languageOf(f.name);
     return `<details class="file" open><summary>${text(f.name)} <span class="n-add">+${f.added}</span> <span class="n-del">−${f.removed}</span></summary><pre class="diff">${shown
-      .map((l) => `<span class="l ${lineClass(l)}">${text(l) || ' '}</span>`)
+      .map((l) => {
+        const kind = lineClass(l);
+        const body =
+          kind === 'add' || kind === 'del' || kind === 'ctx'
+            ? escapeHtml(l.slice(0, 1)) + highlightLine(l.slice(1), family)
+            : text(l);
+        return `<span class="l ${kind}">${body || ' '}</span>`;
+      })
       .join('')}</pre>${cut}</details>`;
   });
   const added = files.reduce((n, f) => n + f.added, 0);

@@ -2,8 +2,7 @@
 // evidence, patch, budgets) and the model that ran, in `run.json`.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Trajectory } from '../leaf/trajectory.js';
-import { writeFileAtomic } from '../leaf/trajectory.js';
+import { Trajectory, writeFileAtomic } from '../leaf/trajectory.js';
 import type { RunRequest, RunResult } from '../runner/run-types.js';
 
 export const RUN_RECORD_FILE = 'run.json';
@@ -34,8 +33,12 @@ export async function readTrajectory(outDir: string): Promise<Trajectory | undef
   } catch {
     return undefined;
   }
-  const parsed = Trajectory.safeParse(JSON.parse(raw));
-  return parsed.success ? parsed.data : undefined;
+  try {
+    const parsed = Trajectory.safeParse(JSON.parse(raw));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Wraps a pipeline so every run's result is kept in its output directory for the viewer. */

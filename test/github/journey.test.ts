@@ -136,7 +136,9 @@ async function journey(
   expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
   const html = await page.text();
   expect(html).toContain('id="step-15"');
-  expect(html).toContain('<span class="l add">+    return a + b</span>');
+  expect(html).toMatch(
+    /<span class="l add">\+ {4}<span class="tk-k">return<\/span> a \+ b<\/span>/,
+  );
 
   // The branch: one commit on the base, by the bot, co-authored by the maintainer, with the fix.
   const git = (...args: string[]) =>

@@ -94,6 +94,8 @@ describeBrowser('run page written by frognano solve (headless Chromium)', () => 
     expect(await page.locator('details.file .l.add').allTextContents()).toContain(
       '+    return a + b',
     );
+    // Python highlighted: the keyword, not the rest.
+    expect(await page.locator('details.file .l.add .tk-k').allTextContents()).toEqual(['return']);
     // The Edit step reads as a small diff, the reasoning is folded.
     expect(await page.locator('#step-3 pre.diff .l.add').textContent()).toBe('+return a + b');
     expect(await page.locator('#step-1 details.reasoning').getAttribute('open')).toBeNull();
