@@ -1,14 +1,24 @@
 // The `frognano` command: wiring only. Each command's work lives in src/commands/.
-import { Command, Option } from 'commander';
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError, Option } from 'commander';
 import { ConfigError } from './config.js';
 import { UsageError } from './commands/solve-options.js';
+import { terminalText } from './commands/terminal-text.js';
+
+// src/cli.ts and dist/cli.js both sit one level below package.json.
+const { version } = JSON.parse(
+  readFileSync(new URL('../package.json', import.meta.url), 'utf8'),
+) as { version: string };
 
 const program = new Command()
   .name('frognano')
   .description(
     'Turn GitHub issues into draft pull requests written by FrogNano-4B in its Leaf harness.',
   )
-  .showHelpAfterError('(run with --help for usage)');
+  .version(version)
+  .showHelpAfterError('(run with --help for usage)')
+  // Usage errors (unknown flag, missing value, bad choice) exit 2 like our own; see the catch below.
+  .exitOverride();
 
 const appModes = [
   ['start', 'all', 'Run the GitHub App: webhook server and workers in one process (npm start)'],
@@ -28,7 +38,7 @@ for (const [name, mode, description] of appModes) {
 program
   .command('solve')
   .description(
-    'Run FrogNano on one repository and write patch.diff, summary.md and trajectory.json',
+    'Run FrogNano on one repository and write patch.diff, summary.md, trajectory.json and trajectory.html',
   )
   .requiredOption('--repo <dir|git-url>', 'local git repository or clone URL')
   .option('--issue-file <file>', 'file holding the task (title, blank line, body)')
@@ -46,6 +56,16 @@ program
   .option('--model <name>', 'served model name (default FROGNANO_MODEL)')
   .option('--max-steps <n>', 'step budget (default 150 or the repo config)')
   .option('--timeout-minutes <n>', 'wall-clock budget of the agent loop')
+  .addHelpText(
+    'after',
+    `
+Exit codes:
+  0    the agent loop reached a stop reason (see summary.md; max_* reasons mean partial work)
+  1    the run failed: clone, config, sandbox, setup, model endpoint (llm_query_error),
+       tool_error, or a patch the policy refuses; the reason is the last line on stderr
+  2    bad usage, or a pre-flight check failed (model endpoint, Docker engine): nothing ran
+  130  cancelled (SIGINT or SIGTERM)`,
+  )
   .action(async (options: Record<string, unknown>) => {
     const { solve } = await import('./commands/solve.js');
     const controller = new AbortController();
@@ -111,10 +131,14 @@ try {
   await program.parseAsync(process.argv);
 } catch (error) {
   process.exitCode = 2;
-  if (error instanceof UsageError || error instanceof ConfigError) {
-    process.stderr.write(`frognano: ${error.message}\n`);
+  if (error instanceof CommanderError) {
+    // Commander has printed its message (or the help, or the version) already.
+    process.exitCode = error.exitCode === 0 ? 0 : 2;
+  } else if (error instanceof UsageError || error instanceof ConfigError) {
+    process.stderr.write(`frognano: ${terminalText(error.message)}\n`);
   } else if (error instanceof Error && isOneLineFailure(error)) {
-    process.stderr.write(`frognano: ${error.message}\n`);
+    // A model server's answer (e.g. the models it serves) can be part of the message.
+    process.stderr.write(`frognano: ${terminalText(error.message)}\n`);
   } else {
     process.stderr.write(
       `frognano: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,

@@ -56,6 +56,10 @@ export const ProcessConfig = z.object({
   FROGNANO_SANDBOX_MEMORY: byteSize.prefault('4g'),
   FROGNANO_SANDBOX_CPUS: number('a number of CPUs above 0', (n) => n > 0).prefault('2'),
   FROGNANO_SANDBOX_PIDS: positiveInt.prefault('512'),
+  /** Most a run's sandbox may write to disk; the engine's quota or the disk guard enforces it. */
+  FROGNANO_SANDBOX_DISK: byteSize.prefault('10g'),
+  /** A run stops when the Docker engine's disk has less than this free (0 turns it off). */
+  FROGNANO_DISK_FLOOR: byteSize.prefault('2g'),
   FROGNANO_DATA_DIR: z.string().trim().min(1).prefault('./data'),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {

@@ -1,4 +1,6 @@
-// `frognano reap`: remove what dead runs left behind, sparing runs the queue says are live.
+// `frognano reap`: remove what dead runs of this data directory left behind: containers of
+// its instance whose owning process is gone, and work directories of dead runs. A live
+// `frognano solve` or App on the same data directory, and other instances, are left alone.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { loadProcessConfig } from '../config.js';
@@ -23,9 +25,13 @@ export async function reapCommand(io: {
     );
     engine = undefined;
   }
-  const result = await reap(engine, { liveRunIds, workRoot: path.join(dataDir, 'runs') });
+  const result = await reap(engine, {
+    liveRunIds,
+    dataDir,
+    workRoot: path.join(dataDir, 'runs'),
+  });
   io.stdout(
-    `reaped ${result.containers} container(s), ${result.images} snapshot image(s), ${result.workDirs} work dir(s); spared ${liveRunIds.length} live run(s)`,
+    `reaped ${result.containers} container(s), ${result.images} snapshot image(s), ${result.workDirs} work dir(s); spared ${liveRunIds.length} live run(s) and ${result.spared ?? 0} container(s) of live processes`,
   );
   return 0;
 }

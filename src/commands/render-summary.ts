@@ -1,12 +1,26 @@
-// summary.md for `frognano solve`: what a person reads first after a run.
+// summary.md for `frognano solve`: what a person reads first after a run. Everything the model,
+// the repository or its commands wrote is escaped, quoted or fenced (src/github/markdown.ts), so
+// a file name or a test's output cannot write a section of its own; the step table and the
+// diffstat are the PR body's own renderers.
+import { fence, fileName, inertQuote, inlineCode, literalLines, tail } from '../github/markdown.js';
+import { changesSection, trajectoryTable } from '../github/pr-body.js';
 import type { RunResult, TestResult } from '../runner/run-types.js';
 
-export function renderSummary(result: RunResult): string {
+export interface SummaryMeta {
+  /** The served model name the run used. */
+  model?: string;
+}
+
+const TAIL_CHARS = 6000;
+
+export function renderSummary(result: RunResult, meta: SummaryMeta = {}): string {
   const lines: string[] = ['# frognano solve', ''];
-  lines.push(`- Outcome: ${result.outcome}${result.error ? ` (${result.error})` : ''}`);
+  lines.push(`- Outcome: ${result.outcome}${result.error ? ` (${oneLine(result.error)})` : ''}`);
   if (result.exitReason) {
     lines.push(`- Exit reason: ${result.exitReason}${result.partial ? ' (partial work)' : ''}`);
   }
+  if (meta.model) lines.push(`- Model: ${inlineCode(meta.model)}`);
+  if (result.baseCommit) lines.push(`- Base commit: ${inlineCode(result.baseCommit)}`);
   const b = result.budgets;
   lines.push(`- Steps: ${b.steps}/${b.maxSteps}`);
   lines.push(
@@ -18,11 +32,25 @@ export function renderSummary(result: RunResult): string {
   }
   lines.push('');
 
+  if (result.outcome === 'setup_failed' || (result.setupTail && result.setupNetwork === false)) {
+    lines.push('## Setup', '');
+    if (result.outcome === 'setup_failed') lines.push('The setup commands failed.', '');
+    if (result.setupNetwork === false) {
+      lines.push(
+        'Setup ran without a network (`network: none`, the default). If it needs to download dependencies, add `network: setup` to `.github/frognano.yml`: setup then gets a network, which is cut before the tests and the agent run.',
+        '',
+      );
+    }
+    if (result.setupTail?.trim()) {
+      lines.push('The end of its output:', '', fence(tail(result.setupTail, TAIL_CHARS)), '');
+    }
+  }
+
   lines.push('## Tests', '');
   if (result.testCommand) {
-    const detail = result.testCommand.detail ? ` — ${result.testCommand.detail}` : '';
+    const detail = result.testCommand.detail ? ` — ${oneLine(result.testCommand.detail)}` : '';
     lines.push(
-      `Command (${result.testCommand.source}): \`${result.testCommand.command}\`${detail}`,
+      `Command (${result.testCommand.source}): ${inlineCode(result.testCommand.command)}${detail}`,
       '',
     );
     lines.push(`- Before: ${describeTest(result.verifyBefore)}`);
@@ -34,14 +62,17 @@ export function renderSummary(result: RunResult): string {
 
   lines.push('## Files changed', '');
   if (result.filesChanged.length === 0) lines.push('None: the patch is empty.');
-  for (const file of result.filesChanged) lines.push(`- ${file}`);
+  for (const file of result.filesChanged) lines.push(`- ${fileName(file)}`);
   lines.push('');
 
   if (result.violations.length > 0) {
     lines.push('## Policy violations', '');
-    for (const v of result.violations) lines.push(`- ${v.rule}: ${v.detail}`);
+    for (const v of result.violations) lines.push(`- ${v.rule}: ${fileName(v.detail)}`);
     lines.push('');
   }
+
+  if (result.patch.trim() !== '') lines.push(changesSection(result.patch), '');
+  lines.push(trajectoryTable(result), '');
 
   const timings = Object.entries(result.timings);
   if (timings.length > 0) {
@@ -50,16 +81,29 @@ export function renderSummary(result: RunResult): string {
     lines.push('');
   }
 
-  lines.push('## Final message', '', result.finalMessage.trim() || '(empty)', '');
+  const final = result.finalMessage.trim();
+  lines.push('## Final message', '', final ? inertQuote(final) : '(empty)', '');
   for (const [label, test] of [
     ['before', result.verifyBefore],
     ['after', result.verifyAfter],
   ] as const) {
     if (test?.outputTail) {
-      lines.push(`## Test output ${label} (tail)`, '', '```', test.outputTail.trimEnd(), '```', '');
+      lines.push(
+        `## Test output ${label} (tail)`,
+        '',
+        fence(tail(test.outputTail.trimEnd(), TAIL_CHARS)),
+        '',
+      );
     }
   }
   return `${lines.join('\n').trimEnd()}\n`;
+}
+
+/** Untrusted text (error texts carry tool output) on one literal line. */
+function oneLine(text: string): string {
+  return literalLines(text)
+    .filter((l) => l.trim() !== '')
+    .join(' ');
 }
 
 function describeTest(test: TestResult | undefined): string {

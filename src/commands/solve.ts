@@ -1,5 +1,5 @@
 // `frognano solve`: the whole run pipeline on one repository, no GitHub involved.
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { loadProcessConfig } from '../config.js';
@@ -12,6 +12,22 @@ import { writeRunPage } from '../web/index.js';
 import { modelConfigFrom } from './model-config-from.js';
 import { renderSummary } from './render-summary.js';
 import { parseSolveOptions, UsageError } from './solve-options.js';
+import { terminalText } from './terminal-text.js';
+
+/** Exit codes of `frognano solve` (listed in --help and README). */
+export const SOLVE_EXIT = {
+  /** The agent loop reached a stop reason; patch.diff and summary.md are written. */
+  ok: 0,
+  /** The run failed: clone, config, sandbox, setup, model endpoint (llm_query_error), tool_error, or a patch the policy refuses. */
+  failed: 1,
+  /** Bad usage or a failed pre-flight check (model endpoint, Docker engine); nothing ran. */
+  usage: 2,
+  /** Cancelled by SIGINT or SIGTERM. */
+  cancelled: 130,
+} as const;
+
+/** The files a run writes into --out; a previous run's copies are removed first. */
+const OUTPUT_FILES = ['trajectory.json', 'trajectory.html', 'patch.diff', 'summary.md'];
 
 export interface SolveIo {
   stderr: (line: string) => void;
@@ -21,6 +37,8 @@ export interface SolveIo {
 
 /** Returns the process exit code; throws UsageError for bad input. */
 export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): Promise<number> {
+  // Progress and final lines carry what the model chose (tool names, error texts).
+  const say = (line: string) => io.stderr(terminalText(line));
   const options = parseSolveOptions(rawOptions);
   const config = loadProcessConfig(io.env);
   const sandbox = options.sandbox ?? config.FROGNANO_SANDBOX;
@@ -28,8 +46,10 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
   const repo = await resolveRepo(options.repo);
   const modelConfig = modelConfigFrom(config, { baseUrl: options.modelUrl, model: options.model });
 
+  const outDir = path.resolve(options.out);
+  await prepareOutDir(options.out, outDir);
   if (sandbox === 'local') {
-    io.stderr(
+    say(
       "warning: --sandbox local runs the agent's commands on this machine with your user's rights, only isolated by a temporary copy; use it for development only",
     );
   }
@@ -38,8 +58,6 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
   if (docker) await assertDockerReachable(docker, { env: io.env });
   await checkModelEndpoint(modelConfig);
 
-  const outDir = path.resolve(options.out);
-  await mkdir(outDir, { recursive: true });
   const started = Date.now();
   const result = await runPipeline(
     {
@@ -56,7 +74,7 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
       },
       outDir,
       signal: io.signal,
-      onProgress: (event) => io.stderr(progressLine(event, started)),
+      onProgress: (event) => say(progressLine(event, started)),
     },
     // The progress lines are the interface here; logs only speak up for problems.
     {
@@ -68,10 +86,48 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
   );
 
   await writeFile(path.join(outDir, 'patch.diff'), result.patch);
-  await writeFile(path.join(outDir, 'summary.md'), renderSummary(result));
+  await writeFile(
+    path.join(outDir, 'summary.md'),
+    renderSummary(result, { model: modelConfig.model }),
+  );
   await writeRunPage(outDir, { result, repo: options.repo, issueText, model: modelConfig.model });
-  io.stderr(finalLine(result, outDir));
-  return result.outcome === 'completed' ? 0 : 1;
+  const failure = failureOf(result);
+  say(failure === undefined ? doneLine(result, outDir) : failedLine(result, failure, outDir));
+  if (result.outcome === 'cancelled') return SOLVE_EXIT.cancelled;
+  return failure === undefined ? SOLVE_EXIT.ok : SOLVE_EXIT.failed;
+}
+
+/** Why the run counts as failed, in one sentence, or undefined when it reached a stop reason. */
+export function failureOf(result: RunResult): string | undefined {
+  if (result.outcome !== 'completed') return result.error ?? result.outcome;
+  if (result.exitReason === 'llm_query_error') {
+    return `the model endpoint stopped answering: ${result.error ?? 'no error text'}`;
+  }
+  if (result.exitReason === 'tool_error') {
+    return `the sandbox failed during the run: ${result.error ?? 'no error text'}`;
+  }
+  if (result.violations.length > 0) {
+    return `the patch breaks the repository policy (${result.violations.map((v) => `${v.rule} ${v.detail}`).join(', ')})`;
+  }
+  return undefined;
+}
+
+/** --out must be a directory; our own files from an earlier run go, anything else stays. */
+async function prepareOutDir(given: string, outDir: string): Promise<void> {
+  const info = await stat(outDir).catch(() => undefined);
+  if (info && !info.isDirectory()) {
+    throw new UsageError(
+      `--out ${given} is a file, not a directory: give a directory for the results`,
+    );
+  }
+  try {
+    await mkdir(outDir, { recursive: true });
+    for (const name of OUTPUT_FILES) await rm(path.join(outDir, name), { force: true });
+  } catch (error) {
+    throw new UsageError(
+      `cannot use --out ${given}: ${(error as NodeJS.ErrnoException).code ?? String(error)}; give a writable directory`,
+    );
+  }
 }
 
 async function readIssueText(options: { issueFile?: string; issue?: string }): Promise<string> {
@@ -91,11 +147,28 @@ async function readIssueText(options: { issueFile?: string; issue?: string }): P
 async function resolveRepo(repo: string): Promise<string> {
   if (/^(https?|ssh|git|file):\/\//.test(repo) || /^[\w.-]+@[\w.-]+:/.test(repo)) return repo;
   const dir = path.resolve(repo);
-  try {
-    await readFile(path.join(dir, '.git', 'HEAD'));
-  } catch {
+  const info = await stat(dir).catch(() => undefined);
+  if (!info)
+    throw new UsageError(`--repo ${repo} does not exist: give a local repository or a clone URL`);
+  if (!info.isDirectory()) {
     throw new UsageError(
-      `--repo ${repo} is not a git repository (no .git/HEAD): give a clone URL or a local repository`,
+      `--repo ${repo} is a file, not a directory: give a local repository or a clone URL`,
+    );
+  }
+  // A repository has a .git directory; a worktree or submodule checkout a `.git` file.
+  const dotGit = path.join(dir, '.git');
+  const git = await stat(dotGit).catch(() => undefined);
+  const isRepo = git?.isDirectory()
+    ? await stat(path.join(dotGit, 'HEAD')).then(
+        () => true,
+        () => false,
+      )
+    : git?.isFile()
+      ? (await readFile(dotGit, 'utf8').catch(() => '')).startsWith('gitdir:')
+      : false;
+  if (!isRepo) {
+    throw new UsageError(
+      `--repo ${repo} is not a git repository (no .git): give a clone URL or a local repository`,
     );
   }
   return dir;
@@ -117,10 +190,12 @@ export function progressLine(event: RunProgress, startedAt: number): string {
   return `[frognano] step ${event.step}/${event.maxSteps} ${tools} ${elapsed} ctx=${event.contextTokens}`;
 }
 
-function finalLine(result: RunResult, outDir: string): string {
-  if (result.outcome !== 'completed') {
-    return `[frognano] ${result.outcome}: ${result.error ?? 'see summary.md'} (details in ${outDir})`;
-  }
+function failedLine(result: RunResult, reason: string, outDir: string): string {
+  const what = result.outcome === 'completed' ? (result.exitReason ?? 'failed') : result.outcome;
+  return `[frognano] failed (${what}): ${reason}; details in ${path.join(outDir, 'summary.md')}`;
+}
+
+function doneLine(result: RunResult, outDir: string): string {
   const files = result.filesChanged.length;
   return `[frognano] done: ${result.exitReason}, ${result.budgets.steps} steps, ${files} file(s) changed; wrote ${outDir}/patch.diff, summary.md, trajectory.json`;
 }

@@ -37,6 +37,77 @@ export function untrustedProse(text: string): string {
     .replace(/\/(issues|pull|pulls|discussions)\/(?=\d)/gi, '/$1/&#8203;');
 }
 
+/**
+ * Untrusted text made literal: every character that could start Markdown structure is
+ * backslash-escaped (emphasis, code, links, images, tables, strikethrough, math everywhere;
+ * headings, quotes, alerts, lists, breaks and setext underlines at the start of a line), then
+ * defused like `untrustedProse`, and bare URLs are kept from becoming links. It renders exactly as written, so it can never look like a
+ * heading, an alert box, a table or a link of ours. Lines are split the way CommonMark splits
+ * them (a lone `\r` ends a line too), so a caller can prefix each line safely.
+ */
+export function literalLines(text: string): string[] {
+  return redactSecrets(text)
+    .split(/\r\n|\r|\n/)
+    .map((line) =>
+      untrustedProse(
+        line
+          .replace(/[\\`*_[\]|~$]/g, '\\$&')
+          .replace(/^([ \t]*)([#>+\-=:])/, '$1\\$2')
+          .replace(/^([ \t]*\d+)([.)])/, '$1\\$2'),
+      )
+        // GFM turns bare URLs into links; a zero-width space keeps them text.
+        .replace(/\b(https?|ftp)(?=:\/\/)/gi, '$1&#8203;')
+        .replace(/\b(www)(?=\.)/gi, '$1&#8203;')
+        // An alert is a quote whose text starts `[!TYPE]`; even read after unescaping, this one
+        // starts with a zero-width space.
+        .replace(/^([ \t]*)(?=\\\[!)/, '$1&#8203;'),
+    );
+}
+
+/**
+ * Untrusted prose (the model's final message) as an inert block quote: literal text, one `> `
+ * per line, so no line can leave the quote or turn into an alert (`[!IMPORTANT]`), a heading or
+ * anything else that would read as the bot's own voice.
+ */
+export function inertQuote(text: string): string {
+  return literalLines(text)
+    .map((l) => (l === '' ? '>' : `> ${l}`))
+    .join('\n');
+}
+
+/**
+ * A file name quoted the way git quotes unusual names (`"evil\n## x"`): control, bidi and line
+ * separator characters escaped, so the name is one line that shows what it really holds.
+ */
+export function quotePath(name: string): string {
+  const unusual =
+    // eslint-disable-next-line no-control-regex -- control characters are what is being escaped
+    /[\u0000-\u001f\u007f-\u009f"\\\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+  if (!unusual.test(name)) return name;
+  const quoted = [...name]
+    .map((c) => {
+      if (c === '"' || c === '\\') return `\\${c}`;
+      if (c === '\n') return '\\n';
+      if (c === '\t') return '\\t';
+      if (c === '\r') return '\\r';
+      return unusual.test(c) ? `\\u{${(c.codePointAt(0) ?? 0).toString(16)}}` : c;
+    })
+    .join('');
+  return `"${quoted}"`;
+}
+
+/** A file name as inline code (see `quotePath`): one inert line whatever the name holds. */
+export function fileName(name: string): string {
+  return inlineCode(redactSecrets(quotePath(name)));
+}
+
+/** A table cell of untrusted text: one line, literal (see `literalLines`), cut to `max`. */
+export function textCell(text: string, max = 80): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  const cut = flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+  return literalLines(cut).join(' ');
+}
+
 /** A table cell: one line, pipes escaped, no mentions. */
 export function tableCell(text: string, max = 80): string {
   const one = untrustedProse(text).replace(/\s+/g, ' ').replace(/\|/g, '\\|').trim();
@@ -55,7 +126,7 @@ export function tail(text: string, max: number): string {
 /** Every line as a block quote line (text that is already safe to publish). */
 export function blockquote(text: string): string {
   return text
-    .split('\n')
+    .split(/\r\n|\r|\n/)
     .map((l) => `> ${l}`)
     .join('\n');
 }

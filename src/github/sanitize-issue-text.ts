@@ -1,23 +1,32 @@
 // Issue text is data written by anyone who can open an issue. Before it reaches the model's
 // prompt, everything a maintainer reading the rendered issue would NOT see is removed, so the
-// model cannot be steered by instructions that no human reviewed:
-//   - HTML comments `<!-- ... -->` (unterminated ones run to the end, as in a browser);
+// model cannot be steered by instructions that no human reviewed. The text is parsed as GitHub
+// parses it (CommonMark + GFM, micromark), and the source is kept verbatim except for:
 //   - invisible code points: zero-width characters, bidirectional controls (Trojan Source),
 //     Unicode tag characters (ASCII smuggling), variation selectors, soft hyphens, other format
-//     and control characters except newline and tab;
-//   - elements that do not render or render hidden: script/style/template/noscript/iframe/
-//     object/embed/svg/math, any element with a `hidden` attribute, `aria-hidden="true"`, or a
-//     style that hides it (display:none, visibility:hidden, font-size:0, opacity:0);
-//   - `<img>` and markdown images keep no alt/title text (it shows only when the image fails);
-//   - markdown link reference definitions (`[//]: # (hidden)`), a popular comment trick;
-//   - all remaining HTML tags, attributes included (titles and alt texts are tooltips at best);
-//     the text between tags stays, because it is visible.
-// A hidden region that STARTS in prose ends where HTML ends it, even past a code fence or a code
-// span inside it (`<!--` + a fenced block + `-->` renders as one comment, the fence included).
+//     and control characters except newline and tab (removed everywhere, code included), and
+//     character references that render as one of them (outside code);
+//   - link reference definitions (`[//]: # (hidden)`, a popular comment trick), wherever the
+//     parser finds one: inside `>` quotes and list items, with the title on the next line;
+//   - raw HTML, read as a browser reads it across the whole document: comments (unterminated
+//     ones run to the end), bogus comments (`<!x>`, `<?x>`), elements that do not render or
+//     render hidden (script/style/template/noscript/iframe/object/embed/svg/math, `hidden`,
+//     `aria-hidden="true"`, hiding styles) with everything inside them, Markdown and code
+//     included; the tags themselves go (attributes, titles and alt texts are tooltips at best)
+//     and the text between them stays, because it is visible;
+//   - images keep no alt or title text (it shows only when the image fails): `[image]`;
+//   - link titles (tooltips);
+//   - `%%` comment and directive lines of mermaid diagrams (GitHub draws the diagram; they
+//     never show).
 // `<details>` is NOT hidden content: its summary is visible and one click shows the body, so its
-// text is kept (the tags go). Code spans and fenced code blocks render literally, so HTML inside
-// them is kept verbatim; invisible code points are removed everywhere, code included.
+// text is kept (the tags go). Code spans and fenced code render literally, so HTML inside them is
+// kept verbatim. Text CommonMark shows literally stays, even when it looks like markup (`<! x >`,
+// or a `[x]: y` line continuing a paragraph, which is not a definition).
 // The result is only ever placed in the prompt as data; it never reaches a shell.
+import type { Nodes, Parent } from 'mdast';
+import { fromMarkdown } from 'mdast-util-from-markdown';
+import { gfmFromMarkdown } from 'mdast-util-gfm';
+import { gfm } from 'micromark-extension-gfm';
 
 const INVISIBLE =
   // C0 controls except \t \n, DEL, C1 controls
@@ -86,198 +95,251 @@ const HIDING_STYLE =
 
 export function sanitizeIssueText(text: string): string {
   const normalized = text.replace(/\r\n?/g, '\n').replace(INVISIBLE_RE, '');
-  return sanitizeMarkdown(normalized)
+  return applyEdits(normalized, hiddenParts(normalized))
     .replace(/[ \t]+$/gm, '')
     .replace(/\n{3,}/g, '\n\n')
     .trim();
 }
 
-interface Part {
+/** A replacement of `source.slice(start, end)`. */
+interface Edit {
+  start: number;
+  end: number;
   text: string;
-  code: boolean;
 }
 
-/** Splits markdown into fenced code blocks / code spans (rendered literally) and prose. */
-function splitCode(text: string): Part[] {
-  const parts: Part[] = [];
-  const lines = text.split(/(?<=\n)/);
-  let prose = '';
-  let i = 0;
-  while (i < lines.length) {
-    const line = lines[i] ?? '';
-    const open = /^ {0,3}(`{3,}|~{3,})/.exec(line);
-    if (!open) {
-      prose += line;
-      i += 1;
-      continue;
-    }
-    const fence = open[1] ?? '```';
-    let block = line;
-    i += 1;
-    while (i < lines.length) {
-      const inner = lines[i] ?? '';
-      block += inner;
-      i += 1;
-      const close = new RegExp(`^ {0,3}${fence[0] === '`' ? '`' : '~'}{${fence.length},}\\s*$`);
-      if (close.test(inner.replace(/\n$/, ''))) break;
-    }
-    if (prose) parts.push(...splitSpans(prose));
-    prose = '';
-    parts.push({ text: block, code: true });
+function applyEdits(source: string, edits: Edit[]): string {
+  let out = '';
+  let at = 0;
+  for (const edit of edits.sort((a, b) => a.start - b.start)) {
+    if (edit.start < at) continue;
+    out += source.slice(at, edit.start) + edit.text;
+    at = edit.end;
   }
-  if (prose) parts.push(...splitSpans(prose));
-  return parts;
+  return out + source.slice(at);
 }
 
-function splitSpans(text: string): Part[] {
-  const parts: Part[] = [];
-  // A code span: a run of N backticks, content, the same run of N backticks.
-  const re = /(`+)([\s\S]*?[^`])\1(?!`)/g;
-  let last = 0;
-  for (let m = re.exec(text); m; m = re.exec(text)) {
-    // Code spans do not cross paragraphs; a blank line inside means it is not a span, and so
-    // does a line starting with `<` (an HTML block, e.g. a comment, can interrupt a paragraph).
-    if (/\n[ \t]*\n/.test(m[0]) || /\n {0,3}</.test(m[0])) continue;
-    if (m.index > last) parts.push({ text: text.slice(last, m.index), code: false });
-    parts.push({ text: m[0], code: true });
-    last = m.index + m[0].length;
+/** Where raw HTML has left the browser's parser: a hidden region is open while not `text` or `hidden` is set. */
+interface HtmlState {
+  mode: 'text' | 'comment' | 'bogus' | 'tag';
+  /** The start of a tag whose `>` has not come yet. */
+  partialTag: string;
+  /** The outermost open hidden element, and how deep its own tag name is nested. */
+  hidden?: { name: string; depth: number };
+}
+
+function hiding(state: HtmlState): boolean {
+  return state.mode !== 'text' || state.hidden !== undefined;
+}
+
+function hiddenParts(source: string): Edit[] {
+  const tree = fromMarkdown(source, {
+    extensions: [gfm()],
+    mdastExtensions: [gfmFromMarkdown()],
+  });
+  const edits: Edit[] = [];
+  const state: HtmlState = { mode: 'text', partialTag: '' };
+  const range = (node: Nodes) => ({
+    start: node.position?.start.offset ?? 0,
+    end: node.position?.end.offset ?? 0,
+  });
+  const remove = (node: Nodes, text = '') => edits.push({ ...range(node), text });
+
+  const visit = (node: Nodes): void => {
+    if (node.type === 'html') {
+      remove(node, withoutInvisibleEntities(readHtml(node.value, state)));
+      return;
+    }
+    if (hiding(state)) {
+      // Inside a hidden region: gone, unless raw HTML inside it may end the region.
+      if ('children' in node && containsHtml(node)) visitChildren(node);
+      else remove(node);
+      return;
+    }
+    switch (node.type) {
+      case 'definition':
+        remove(node);
+        return;
+      case 'image':
+      case 'imageReference':
+        remove(node, '[image]');
+        return;
+      case 'link':
+        visitChildren(node);
+        if (node.title !== null && node.title !== undefined) dropLinkTitle(source, node, edits);
+        return;
+      case 'code':
+        if (/^mermaid$/i.test(node.lang ?? '')) edits.push(...mermaidComments(source, node));
+        return;
+      case 'inlineCode':
+        return;
+      case 'text': {
+        const { start, end } = range(node);
+        const slice = source.slice(start, end);
+        const clean = withoutInvisibleEntities(slice);
+        if (clean !== slice) edits.push({ start, end, text: clean });
+        return;
+      }
+      default:
+        if ('children' in node) visitChildren(node);
+    }
+  };
+  const visitChildren = (node: Parent): void => {
+    for (const child of node.children) visit(child);
+  };
+  visitChildren(tree);
+  return edits;
+}
+
+function containsHtml(node: Nodes): boolean {
+  if (node.type === 'html') return true;
+  return 'children' in node && node.children.some((child) => containsHtml(child));
+}
+
+/** `[text](url "title")` keeps text and URL; the title is only ever a tooltip. */
+function dropLinkTitle(
+  source: string,
+  node: Extract<Nodes, { type: 'link' }>,
+  edits: Edit[],
+): void {
+  const start = node.position?.start.offset;
+  const end = node.position?.end.offset;
+  if (start === undefined || end === undefined) return;
+  const last = node.children.at(-1)?.position?.end.offset ?? start + 1;
+  const tail = source.slice(last, end);
+  // `](` destination (`<...>` or a run without spaces, balanced parentheses), then the title.
+  const m = /^\]\(\s*(<[^>\n]*>|(?:[^\s()\\]|\\.|\((?:[^\s()\\]|\\.)*\))*)/.exec(tail);
+  const destination = m ? (m[1] ?? '') : `<${node.url}>`;
+  edits.push({ start: last, end, text: `](${destination})` });
+}
+
+/** Lines of a mermaid block that start with `%%` (comments and directives) never show. */
+function mermaidComments(source: string, node: Extract<Nodes, { type: 'code' }>): Edit[] {
+  const start = node.position?.start.offset;
+  const end = node.position?.end.offset;
+  if (start === undefined || end === undefined) return [];
+  const edits: Edit[] = [];
+  const line = /[^\n]*(\n|$)/g;
+  line.lastIndex = start;
+  let first = true;
+  for (let m = line.exec(source); m && m.index < end; m = line.exec(source)) {
+    if (m[0] === '') break;
+    // The fence line opens the block; container prefixes (`>`, list indentation) come first.
+    if (!first && /^[ \t>]*%%/.test(m[0])) {
+      edits.push({ start: m.index, end: Math.min(m.index + m[0].length, end + 1), text: '' });
+    }
+    first = false;
   }
-  if (last < text.length) parts.push({ text: text.slice(last), code: false });
-  return parts;
+  return edits;
 }
-
-// Past this many hidden regions that swallow code, the rest of the text is dropped: that many is
-// an attack, not an issue, and each costs a re-split of the rest.
-const MAX_CODE_SWALLOWING_REGIONS = 200;
 
 /**
- * Code keeps its text; prose is sanitized. A hidden region (comment, bogus comment, hidden
- * element) that starts in prose but ends beyond its prose part swallows the code in between,
- * as HTML does; markdown resumes on the line after the region's end.
+ * Reads raw HTML the way a browser does, continuing from (and updating) `state`, which carries
+ * an open comment, tag or hidden element over to the next piece of HTML in the document.
+ * Returns the text that shows: what lies between tags, outside hidden regions.
  */
-function sanitizeMarkdown(text: string): string {
+function readHtml(html: string, state: HtmlState): string {
   let out = '';
-  // `lead` is the rest of the line a hidden region ended on: prose, never a fence opener.
-  let lead = '';
-  let rest = text;
-  for (let regions = 0; regions <= MAX_CODE_SWALLOWING_REGIONS; regions += 1) {
-    const whole = lead + rest;
-    const parts = lead ? [{ text: lead, code: false }, ...splitCode(rest)] : splitCode(rest);
-    const cut = firstSwallowingRegion(whole, parts);
-    if (!cut) return out + parts.map(sanitizePart).join('');
-    let offset = 0;
-    for (const part of parts) {
-      if (offset + part.text.length > cut.start) {
-        out += sanitizeProse(part.text.slice(0, cut.start - offset));
-        break;
-      }
-      out += sanitizePart(part);
-      offset += part.text.length;
+  let i = 0;
+  while (i < html.length) {
+    if (state.mode === 'comment') {
+      const close = /--!?>/g;
+      close.lastIndex = i;
+      const m = close.exec(html);
+      if (!m) return out;
+      i = m.index + m[0].length;
+      state.mode = 'text';
+      continue;
     }
-    const nl = whole.indexOf('\n', cut.end);
-    lead = nl < 0 ? whole.slice(cut.end) : whole.slice(cut.end, nl + 1);
-    rest = nl < 0 ? '' : whole.slice(nl + 1);
-    if (lead === '' && rest === '') return out;
+    if (state.mode === 'bogus' || state.mode === 'tag') {
+      const gt = tagEnd(html, i, state.mode === 'tag');
+      if (gt < 0) {
+        if (state.mode === 'tag') state.partialTag += html.slice(i);
+        return out;
+      }
+      const wasTag = state.mode === 'tag';
+      const tag = state.partialTag + html.slice(i, gt + 1);
+      state.mode = 'text';
+      state.partialTag = '';
+      i = gt + 1;
+      if (wasTag) out += readTag(tag, state);
+      continue;
+    }
+    const lt = html.indexOf('<', i);
+    if (!state.hidden) out += html.slice(i, lt < 0 ? html.length : lt);
+    if (lt < 0) break;
+    i = lt;
+    const next = html.slice(i, i + 6);
+    if (next.startsWith('<!--')) {
+      // `<!-->` and `<!--->` are complete, empty comments.
+      const empty = /^<!--(-?>)/.exec(next);
+      if (empty) i += 4 + (empty[1] ?? '').length;
+      else {
+        state.mode = 'comment';
+        i += 4;
+      }
+    } else if (/^<[!?]/.test(next) || /^<\/[^A-Za-z>]/.test(next)) {
+      state.mode = 'bogus';
+      i += 2;
+    } else if (/^<\/>/.test(next)) {
+      i += 3;
+    } else if (/^<\/?[A-Za-z]/.test(next)) {
+      state.mode = 'tag';
+    } else {
+      if (!state.hidden) out += '<';
+      i += 1;
+    }
   }
   return out;
 }
 
-function sanitizePart(part: Part): string {
-  return part.code ? part.text : sanitizeProse(part.text);
-}
-
-/** The first hidden region starting in a prose part and ending beyond it. */
-function firstSwallowingRegion(
-  whole: string,
-  parts: readonly Part[],
-): { start: number; end: number } | undefined {
-  let offset = 0;
-  for (const part of parts) {
-    const partStart = offset;
-    const partEnd = offset + part.text.length;
-    offset = partEnd;
-    if (part.code) continue;
-    // Ends are found only for starts not inside an earlier region: linear, not quadratic.
-    let covered = partStart;
-    for (const candidate of hiddenStarts(whole, partStart, partEnd)) {
-      if (candidate.start < covered) continue;
-      const end = candidate.end();
-      if (end > partEnd) return { start: candidate.start, end };
-      covered = Math.max(end, candidate.start + 1);
+/** The index of the `>` ending a tag (quoted attribute values may hold `>`), or -1. */
+function tagEnd(html: string, from: number, quotes: boolean): number {
+  if (!quotes) return html.indexOf('>', from);
+  let quote = '';
+  for (let i = from; i < html.length; i += 1) {
+    const c = html[i];
+    if (quote) {
+      if (c === quote) quote = '';
+    } else if (c === '"' || c === "'") {
+      // A quote opens a value only after `=`; elsewhere it is part of a name.
+      if (/=\s*$/.test(html.slice(Math.max(from, i - 40), i))) quote = c;
+    } else if (c === '>') {
+      return i;
     }
   }
-  return undefined;
+  return -1;
 }
 
-/** Where hidden regions may start in [from, to), in order, each with a way to find its end. */
-function hiddenStarts(
-  whole: string,
-  from: number,
-  to: number,
-): { start: number; end: () => number }[] {
-  const found: { start: number; end: () => number }[] = [];
-  const opener = /<!--|<[!?]/g;
-  opener.lastIndex = from;
-  for (let m = opener.exec(whole); m && m.index < to; m = opener.exec(whole)) {
-    const start = m.index;
-    if (m[0] === '<!--') {
-      found.push({
-        start,
-        end: () => {
-          const close = /--!?>/g;
-          close.lastIndex = start + 4;
-          const c = close.exec(whole);
-          return c ? c.index + c[0].length : whole.length;
-        },
-      });
-    } else {
-      found.push({
-        start,
-        end: () => {
-          const gt = whole.indexOf('>', start);
-          return gt >= 0 ? gt + 1 : whole.length;
-        },
-      });
+/** Applies one whole tag to `state`; returns the text it shows (`[image]` for an image). */
+function readTag(tag: string, state: HtmlState): string {
+  const m = /^<(\/?)([A-Za-z][A-Za-z0-9-]*)([\s\S]*?)\/?>$/.exec(tag);
+  if (!m) return '';
+  const closing = m[1] === '/';
+  const name = (m[2] ?? '').toLowerCase();
+  const attributes = m[3] ?? '';
+  const isVoid = VOID_ELEMENTS.includes(name);
+  if (state.hidden) {
+    if (name === state.hidden.name && !isVoid) {
+      state.hidden.depth += closing ? -1 : 1;
+      if (state.hidden.depth === 0) state.hidden = undefined;
     }
+    return '';
   }
-  const tags = new RegExp(OPEN_TAG.source, 'g');
-  tags.lastIndex = from;
-  for (let m = tags.exec(whole); m && m.index < to; m = tags.exec(whole)) {
-    const tag = (m[1] ?? '').toLowerCase();
-    if (!isHidden(tag, m[2] ?? '')) continue;
-    const start = m.index;
-    const openEnd = start + m[0].length;
-    const selfClosing = m[3] === '/' || VOID_ELEMENTS.includes(tag);
-    found.push({ start, end: () => (selfClosing ? openEnd : findClose(whole, tag, openEnd)) });
+  if (closing) return '';
+  // `/>` does not close a non-void HTML element: `<div hidden/>` hides what follows it.
+  if (isHidden(name, attributes)) {
+    if (!isVoid) state.hidden = { name, depth: 1 };
+    return '';
   }
-  return found.sort((x, y) => x.start - y.start);
+  return name === 'img' ? '[image]' : '';
 }
 
-function sanitizeProse(text: string): string {
-  let out = text.replace(/<!--[\s\S]*?(--!?>|$)/g, '');
-  // A stray `<!` or `<?` opens a bogus comment in HTML that hides text up to the next `>`.
-  out = out.replace(/<[!?][^>]*(>|$)/g, '');
-  out = removeHiddenElements(out);
-  out = out.replace(INVISIBLE_ENTITY_RE, (entity: string) =>
+function withoutInvisibleEntities(text: string): string {
+  return text.replace(INVISIBLE_ENTITY_RE, (entity: string) =>
     decodesToInvisible(entity) ? '' : entity,
   );
-  // Link titles show only as a tooltip: `[text](url "title")` keeps text and URL.
-  out = out.replace(
-    /(\]\(\s*(?:<[^>\n]*>|[^\s()]+))\s+(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|\((?:[^()\\]|\\.)*\))\s*\)/g,
-    '$1)',
-  );
-  // Images: alt and title show only when the image fails to load.
-  out = out.replace(/!\[(?:[^\]\\]|\\.)*\]\((?:[^)\\]|\\.)*\)/g, '[image]');
-  out = out.replace(/!\[(?:[^\]\\]|\\.)*\]\[[^\]]*\]/g, '[image]');
-  // Link reference definitions never render (`[//]: # (a hidden comment)`).
-  out = out.replace(/^ {0,3}\[[^\]\n]+\]:[^\n]*(\n|$)/gm, '');
-  // Remaining tags: keep the visible text between them, drop the tags and their attributes.
-  out = out.replace(/<img\b[^>]*>/gi, '[image]');
-  out = out.replace(/<\/?[A-Za-z][A-Za-z0-9-]*(?:\s(?:[^>"']|"[^"]*"|'[^']*')*)?\/?>/g, '');
-  return out;
 }
-
-const OPEN_TAG = /<([A-Za-z][A-Za-z0-9-]*)((?:\s(?:[^>"']|"[^"]*"|'[^']*')*)?)(\/?)>/g;
 
 function isHidden(tag: string, attributes: string): boolean {
   if (NEVER_RENDERED.includes(tag)) return true;
@@ -287,36 +349,4 @@ function isHidden(tag: string, attributes: string): boolean {
   const style = /style\s*=\s*("([^"]*)"|'([^']*)'|([^\s>]+))/i.exec(attributes);
   const css = style ? (style[2] ?? style[3] ?? style[4] ?? '') : '';
   return HIDING_STYLE.test(css);
-}
-
-/** Removes hidden elements with everything inside them, honouring nesting of the same tag. */
-function removeHiddenElements(text: string): string {
-  let out = text;
-  for (let guard = 0; guard < 10_000; guard += 1) {
-    OPEN_TAG.lastIndex = 0;
-    let found: { start: number; end: number } | undefined;
-    for (let m = OPEN_TAG.exec(out); m; m = OPEN_TAG.exec(out)) {
-      const tag = (m[1] ?? '').toLowerCase();
-      if (!isHidden(tag, m[2] ?? '')) continue;
-      const openEnd = m.index + m[0].length;
-      const selfClosing = m[3] === '/' || VOID_ELEMENTS.includes(tag);
-      found = { start: m.index, end: selfClosing ? openEnd : findClose(out, tag, openEnd) };
-      break;
-    }
-    if (!found) return out;
-    out = out.slice(0, found.start) + out.slice(found.end);
-  }
-  return out;
-}
-
-function findClose(text: string, tag: string, from: number): number {
-  const re = new RegExp(`<(/?)${tag}\\b[^>]*>`, 'gi');
-  re.lastIndex = from;
-  let depth = 1;
-  for (let m = re.exec(text); m; m = re.exec(text)) {
-    depth += m[1] === '/' ? -1 : 1;
-    if (depth === 0) return m.index + m[0].length;
-  }
-  // Unclosed: a browser hides everything after it.
-  return text.length;
 }

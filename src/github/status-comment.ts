@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import type { RunPhase, RunResult } from '../runner/run-types.js';
 import { redactSecrets } from '../redact.js';
-import { blockquote, fence, inlineCode, tail, untrustedProse } from './markdown.js';
+import { fence, inertQuote, inlineCode, literalLines, tail } from './markdown.js';
 import type { GitHubClient, IssueRef } from './octokit.js';
 import type { RestBudget } from './rest-budget.js';
 
@@ -115,14 +115,15 @@ export function renderStatus(
 }
 
 function quote(text: string): string {
-  return blockquote(tail(untrustedProse(text.trim()), 4000));
+  return inertQuote(tail(text.trim(), 4000));
 }
 
 /** A plain-words account of why a run produced no pull request, from its result. */
 export function describeResult(run: RunResult): StatusState | undefined {
   // Error texts can carry text from inside the sandbox (e.g. what the agent wrote to the tool
-  // helper's stderr): prose, so defused like the model's own words.
-  const result = run.error === undefined ? run : { ...run, error: untrustedProse(run.error) };
+  // helper's stderr): prose, so made literal and kept on one line like the model's own words.
+  const result =
+    run.error === undefined ? run : { ...run, error: literalLines(run.error).join(' ') };
   switch (result.outcome) {
     case 'config_error':
       return {
@@ -138,6 +139,11 @@ export function describeResult(run: RunResult): StatusState | undefined {
       return {
         kind: 'failed',
         reason: `the sandbox could not be started: ${result.error ?? 'unknown error'}.`,
+      };
+    case 'sandbox_limit':
+      return {
+        kind: 'failed',
+        reason: `the run was stopped: ${result.error ?? 'the sandbox passed a disk limit'}.`,
       };
     case 'setup_failed':
       return {

@@ -43,7 +43,8 @@ export type RunPhase =
   | 'cleanup';
 
 export type RunProgress =
-  | { kind: 'phase'; phase: RunPhase }
+  /** `timeoutMs`: with the `agent` phase, the agent's time limit (the App's job deadline). */
+  | { kind: 'phase'; phase: RunPhase; timeoutMs?: number }
   | {
       kind: 'step';
       step: number;
@@ -75,6 +76,7 @@ export type RunOutcome =
   | 'config_error' // .github/frognano.yml invalid
   | 'clone_failed'
   | 'sandbox_failed'
+  | 'sandbox_limit' // the disk guard stopped the sandbox (FROGNANO_SANDBOX_DISK, FROGNANO_DISK_FLOOR)
   | 'setup_failed'
   | 'model_unreachable'
   | 'cancelled';
@@ -104,6 +106,8 @@ export interface RunResult {
   verifyBefore?: TestResult;
   verifyAfter?: TestResult;
   setupTail?: string;
+  /** Whether setup ran with a network (set when setup ran): `network: setup`, or the local sandbox. */
+  setupNetwork?: boolean;
   violations: PolicyViolation[];
   steps: StepSummary[];
   budgets: {

@@ -29,6 +29,9 @@ import {
   type DockerSandboxLimits,
 } from '../sandbox/docker-sandbox.js';
 import { createLocalSandbox } from '../sandbox/local-sandbox.js';
+import { withTestbedPaths } from '../sandbox/testbed-paths.js';
+import { SandboxLimitExceeded } from '../sandbox/disk-guard.js';
+import { sandboxOwner } from '../sandbox/owner.js';
 import {
   DEFAULT_MAX_PATCH_BYTES,
   checkAppliedChanges,
@@ -87,7 +90,7 @@ export interface PipelineDeps {
   logger?: Logger;
   /** The image when neither the caller nor the repo config names one (default FROGNANO_SANDBOX_IMAGE). */
   defaultImage?: string;
-  /** Default: FROGNANO_SANDBOX_MEMORY, FROGNANO_SANDBOX_CPUS and FROGNANO_SANDBOX_PIDS from `env`. */
+  /** Default: FROGNANO_SANDBOX_MEMORY, _CPUS, _PIDS, _DISK and FROGNANO_DISK_FLOOR from `env`. */
   sandboxLimits?: Partial<DockerSandboxLimits>;
   /** Setup snapshots (Docker only). Default enabled, keeping 10. */
   snapshots?: { enabled?: boolean; keep?: number };
@@ -148,7 +151,11 @@ export async function runPipeline(
   let currentPhase: RunPhase = 'clone';
   const phase = async <T>(name: RunPhase, fn: () => Promise<T>): Promise<T> => {
     currentPhase = name;
-    report({ kind: 'phase', phase: name });
+    report({
+      kind: 'phase',
+      phase: name,
+      ...(name === 'agent' ? { timeoutMs: result.budgets.timeoutMs } : {}),
+    });
     const t0 = performance.now();
     try {
       return await fn();
@@ -172,6 +179,8 @@ export async function runPipeline(
   try {
     // 2. Clone on the host (cached mirror), read the repo config.
     try {
+      // Before the work directory exists: the owner lock is what keeps a reaper off it.
+      sandboxOwner(dataDir);
       workspace = await phase('clone', () =>
         prepareWorkspace({
           runId: request.runId,
@@ -241,10 +250,13 @@ export async function runPipeline(
                 'the local sandbox has no network isolation: setup runs with the host network',
               );
             }
-            return createLocalSandbox({
-              sourceDir: treeDir,
-              ...(deps.localTempRoot ? { tempRoot: deps.localTempRoot } : {}),
-            });
+            // The model sees /testbed, as in Docker (src/sandbox/testbed-paths.ts).
+            return withTestbedPaths(
+              await createLocalSandbox({
+                sourceDir: treeDir,
+                ...(deps.localTempRoot ? { tempRoot: deps.localTempRoot } : {}),
+              }),
+            );
           }
           let baseImageId: string;
           try {
@@ -285,6 +297,7 @@ export async function runPipeline(
               repo: snapshotRepo(request),
               network: setupNetwork && !fromSnapshot ? 'bridge' : 'none',
               limits: deps.sandboxLimits ?? limitsFromEnv(env, log),
+              owner: sandboxOwner(dataDir),
               logger: log,
             });
           let hit = snapshot?.hitImage !== undefined;
@@ -317,6 +330,8 @@ export async function runPipeline(
           return created;
         });
       } catch (error) {
+        const limit = limitOf(sandbox, error);
+        if (limit) return { outcome: 'sandbox_limit', error: limit.message };
         return { outcome: 'sandbox_failed', error: errorText(error) };
       }
       const hit = snapshot?.hitImage !== undefined;
@@ -324,6 +339,7 @@ export async function runPipeline(
 
       // 4. Setup (network only if the config allows, and only now).
       if (config.setup.length > 0 && !hit) {
+        if (timed) result.setupNetwork = setupNetwork || sandbox!.kind === 'local';
         const failure = await step('setup', async () => {
           const deadline = Date.now() + (deps.setupTimeoutMs ?? DEFAULT_SETUP_TIMEOUT_MS);
           const tails: string[] = [];
@@ -420,6 +436,8 @@ export async function runPipeline(
     result.budgets.promptTokens = leaf.usage.promptTokens;
     result.budgets.completionTokens = leaf.usage.completionTokens;
     if (leaf.exitReason === 'cancelled') return stop('cancelled', 'the run was cancelled');
+    const limit = limitOf(sandbox, undefined);
+    if (limit) return stop('sandbox_limit', limit.message);
     if (leaf.error) result.error = leaf.error;
     if (leaf.patchError) result.error = `the patch could not be captured: ${leaf.patchError}`;
 
@@ -479,6 +497,8 @@ export async function runPipeline(
     });
     return result;
   } catch (error) {
+    const limit = limitOf(sandbox, error);
+    if (limit) return stop('sandbox_limit', limit.message);
     log.error({ err: errorText(error) }, 'run failed unexpectedly');
     const outcome: RunOutcome =
       currentPhase === 'clone'
@@ -579,6 +599,8 @@ function limitsFromEnv(env: NodeJS.ProcessEnv, log: Logger): Partial<DockerSandb
       memoryBytes: config.FROGNANO_SANDBOX_MEMORY,
       nanoCpus: Math.round(config.FROGNANO_SANDBOX_CPUS * 1e9),
       pidsLimit: config.FROGNANO_SANDBOX_PIDS,
+      diskBytes: config.FROGNANO_SANDBOX_DISK,
+      diskFloorBytes: config.FROGNANO_DISK_FLOOR,
     };
   } catch (error) {
     // Entry points validate the environment first; here a bad value falls back to defaults.
@@ -588,6 +610,12 @@ function limitsFromEnv(env: NodeJS.ProcessEnv, log: Logger): Partial<DockerSandb
     );
     return {};
   }
+}
+
+/** The disk guard's reason when it stopped the sandbox (the error itself, or the sandbox's). */
+function limitOf(sandbox: Sandbox | undefined, error: unknown): SandboxLimitExceeded | undefined {
+  if (error instanceof SandboxLimitExceeded) return error;
+  return (sandbox as { limitExceeded?: SandboxLimitExceeded } | undefined)?.limitExceeded;
 }
 
 /** The repository a snapshot belongs to (never shared across repositories): no credentials. */

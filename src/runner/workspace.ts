@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { basicCredential, gitAuthHeader } from './git-auth-header.js';
 import { registerSecret } from '../redact.js';
 import type { CredentialProvider } from './run-types.js';
+import { currentProcessId } from '../sandbox/owner.js';
 
 /** Marks a directory under the work root as a run's, so the reaper only removes ours. */
 export const RUN_MARKER = '.frognano-run.json';
@@ -127,7 +128,12 @@ export async function prepareWorkspace(options: PrepareWorkspaceOptions): Promis
   });
   await writeFile(
     path.join(runDir, RUN_MARKER),
-    JSON.stringify({ runId: options.runId, pid: process.pid, createdAt: new Date().toISOString() }),
+    JSON.stringify({
+      runId: options.runId,
+      pid: process.pid,
+      owner: currentProcessId(),
+      createdAt: new Date().toISOString(),
+    }),
   );
   const dispose = () => rm(runDir, { recursive: true, force: true });
   try {

@@ -13,10 +13,21 @@ import {
   type ExecResult,
   type FileRead,
   type GlobMatch,
+  type LinesRead,
+  type LinesRequest,
   type Sandbox,
 } from '../leaf/sandbox.js';
-import { pyRepr } from '../leaf/python-text.js';
+import { cpLength, pyRepr } from '../leaf/python-text.js';
 import { connectDocker } from './docker-engine.js';
+import { startDiskGuard, type DiskGuard, type SandboxLimitExceeded } from './disk-guard.js';
+import {
+  LABEL_OWNER,
+  LABEL_OWNER_HOST,
+  LABEL_OWNER_PID,
+  LABEL_OWNER_PROCESS,
+  ownerLabels,
+  type SandboxOwner,
+} from './owner.js';
 import { packDirectory } from './pack-directory.js';
 import {
   HelperChannelError,
@@ -65,6 +76,18 @@ const Limits = z.object({
     .int()
     .min(MiB)
     .default(1024 * MiB),
+  /** Bytes the sandbox may write (writable layer, volumes, /tmp) before the run stops. */
+  diskBytes: z
+    .number()
+    .int()
+    .min(MiB)
+    .default(10 * 1024 * MiB),
+  /** The run stops when the engine's disk has less than this free (0: never). */
+  diskFloorBytes: z
+    .number()
+    .int()
+    .min(0)
+    .default(2 * 1024 * MiB),
 });
 
 export const DockerSandboxOptions = z.object({
@@ -84,6 +107,20 @@ export const DockerSandboxOptions = z.object({
   network: z.enum(['none', 'bridge']).default('none'),
   limits: Limits.prefault({}),
   labels: z.record(z.string().min(1), z.string()).default({}),
+  /**
+   * Who may reap the container (owner.ts: `sandboxOwner(dataDir)`). Without one the
+   * container carries no owner and no reaper touches it; its creator must remove it.
+   */
+  owner: z
+    .custom<SandboxOwner>(
+      (value) =>
+        typeof value === 'object' &&
+        value !== null &&
+        typeof (value as SandboxOwner).instance === 'string' &&
+        typeof (value as SandboxOwner).process === 'string',
+      { message: 'owner must come from sandboxOwner(dataDir)' },
+    )
+    .optional(),
   /** Upper bound for one Read/Write/Glob round trip before the helper counts as hung. */
   fileOpTimeoutMs: z.number().int().positive().default(60_000),
   /**
@@ -91,6 +128,8 @@ export const DockerSandboxOptions = z.object({
    * command's group itself; after as long again the helper counts as hung and is replaced.
    */
   execGraceMs: z.number().int().positive().default(10_000),
+  /** Longest pause between two disk measurements (disk-guard.ts). */
+  diskCheckMs: z.number().int().positive().default(2000),
   logger: z.custom<Logger>((value) => typeof value === 'object' && value !== null).optional(),
 });
 export type DockerSandboxOptions = z.input<typeof DockerSandboxOptions>;
@@ -108,6 +147,13 @@ const Base64 = z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/);
 const PathText = z.string().max(65_536);
 const ReadResult = z.object({ data: Base64, realPath: PathText });
 const WriteResult = z.object({ realPath: PathText });
+const LinesResult = z.object({
+  // At most the asked code points (each up to two UTF-16 units); checked exactly below.
+  text: z.string().max(2 * 1_000_000),
+  totalChars: z.number().int().nonnegative(),
+  realPath: PathText,
+});
+const EditResult = z.object({ count: z.number().int().positive(), realPath: PathText });
 const GlobResult = z.object({ matches: z.array(z.object({ path: PathText, realPath: PathText })) });
 const ExecWireResult = z.object({
   exitCode: z.number().int(),
@@ -137,6 +183,7 @@ export async function createDockerSandbox(options: DockerSandboxOptions): Promis
   const created = new Date().toISOString();
   const labels: Record<string, string> = {
     ...resolved.labels,
+    ...(resolved.owner ? ownerLabels(resolved.owner) : {}),
     [LABEL_RUN]: resolved.runId,
     [LABEL_REPO]: resolved.repo,
     [LABEL_CREATED]: created,
@@ -144,39 +191,56 @@ export async function createDockerSandbox(options: DockerSandboxOptions): Promis
   const name = `frognano-${resolved.runId}-${randomBytes(3).toString('hex')}`;
   const { limits } = resolved;
 
+  const config = (storageOpt: boolean): Docker.ContainerCreateOptions => ({
+    name,
+    Image: resolved.image,
+    Cmd: ['sleep', 'infinity'],
+    Entrypoint: [],
+    User: SANDBOX_USER,
+    WorkingDir: SANDBOX_WORKDIR,
+    Env: SANDBOX_ENV,
+    Labels: labels,
+    Tty: false,
+    OpenStdin: false,
+    NetworkDisabled: false,
+    HostConfig: {
+      NetworkMode: resolved.network,
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      Privileged: false,
+      Init: true,
+      Memory: limits.memoryBytes,
+      MemorySwap: limits.memoryBytes,
+      NanoCpus: limits.nanoCpus,
+      PidsLimit: limits.pidsLimit,
+      Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${limits.tmpfsBytes},mode=1777` },
+      Binds: [],
+      Mounts: [],
+      AutoRemove: false,
+      ReadonlyRootfs: false,
+      IpcMode: 'private',
+      LogConfig: { Type: 'none', Config: {} },
+      // The engine's own quota where its storage driver has one (overlay2 on xfs with
+      // pquota, btrfs, zfs); elsewhere the disk guard measures instead.
+      ...(storageOpt ? { StorageOpt: { size: String(limits.diskBytes) } } : {}),
+    },
+  });
+
   let container: Docker.Container;
+  let quota = storageQuota.get(engineKey(docker)) !== false;
   try {
-    container = await docker.createContainer({
-      name,
-      Image: resolved.image,
-      Cmd: ['sleep', 'infinity'],
-      Entrypoint: [],
-      User: SANDBOX_USER,
-      WorkingDir: SANDBOX_WORKDIR,
-      Env: SANDBOX_ENV,
-      Labels: labels,
-      Tty: false,
-      OpenStdin: false,
-      NetworkDisabled: false,
-      HostConfig: {
-        NetworkMode: resolved.network,
-        CapDrop: ['ALL'],
-        SecurityOpt: ['no-new-privileges'],
-        Privileged: false,
-        Init: true,
-        Memory: limits.memoryBytes,
-        MemorySwap: limits.memoryBytes,
-        NanoCpus: limits.nanoCpus,
-        PidsLimit: limits.pidsLimit,
-        Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${limits.tmpfsBytes},mode=1777` },
-        Binds: [],
-        Mounts: [],
-        AutoRemove: false,
-        ReadonlyRootfs: false,
-        IpcMode: 'private',
-        LogConfig: { Type: 'none', Config: {} },
-      },
-    });
+    try {
+      container = await docker.createContainer(config(quota));
+    } catch (error) {
+      if (!quota || !STORAGE_OPT_UNSUPPORTED.test(errorText(error))) throw error;
+      storageQuota.set(engineKey(docker), false);
+      quota = false;
+      logger.info(
+        { driverSays: errorText(error) },
+        'no disk quota from the storage driver; the disk guard measures instead',
+      );
+      container = await docker.createContainer(config(false));
+    }
   } catch (error) {
     throw new SandboxFailure(describeCreateError(error, resolved.image), { cause: error });
   }
@@ -187,10 +251,12 @@ export async function createDockerSandbox(options: DockerSandboxOptions): Promis
     // home and /testbed in any image, even one without them.
     await container.putArchive(packDirectories([SANDBOX_HOME, SANDBOX_WORKDIR]), { path: '/' });
     await container.start();
+    await sandbox.guardDisk(quota, resolved.diskCheckMs);
     await sandbox.startHelper();
   } catch (error) {
     // The reason it failed matters more than a failed cleanup (the reaper gets those).
     await sandbox.dispose().catch(() => undefined);
+    if (sandbox.limitExceeded) throw sandbox.limitExceeded;
     if (error instanceof HelperPythonMissing)
       throw new SandboxFailure(error.message, { cause: error });
     if (error instanceof SandboxFailure) throw error;
@@ -199,7 +265,12 @@ export async function createDockerSandbox(options: DockerSandboxOptions): Promis
     });
   }
   logger.info(
-    { runId: resolved.runId, container: container.id.slice(0, 12), image: resolved.image },
+    {
+      runId: resolved.runId,
+      container: container.id.slice(0, 12),
+      image: resolved.image,
+      diskQuota: quota,
+    },
     'sandbox started',
   );
   return sandbox;
@@ -219,6 +290,11 @@ export class DockerSandbox implements Sandbox {
   /** Helper restarts so far; past MAX_HELPER_RESTARTS the sandbox counts as broken. */
   private helperRestarts = 0;
   private disposing: Promise<void> | undefined;
+  private diskGuard: DiskGuard | undefined;
+  /** Set when the disk guard stopped the sandbox: every later call fails with it. */
+  private limitFailure: SandboxLimitExceeded | undefined;
+  /** The kill that follows a limit: calls fail only once the writer is dead. */
+  private limitKill: Promise<void> | undefined;
 
   constructor(
     private readonly docker: Docker,
@@ -242,6 +318,48 @@ export class DockerSandbox implements Sandbox {
     return this.disposing !== undefined;
   }
 
+  /** Why the disk guard stopped this sandbox, if it did. */
+  get limitExceeded(): SandboxLimitExceeded | undefined {
+    return this.limitFailure;
+  }
+
+  /**
+   * Starts the disk watchdog (called once by createDockerSandbox). With an engine quota
+   * only the free-space floor is watched: the quota already bounds the layer.
+   */
+  async guardDisk(engineQuota: boolean, intervalMs: number): Promise<void> {
+    if (this.disposed) return;
+    this.diskGuard = await startDiskGuard({
+      docker: this.docker,
+      container: this.container,
+      limitBytes: engineQuota ? undefined : this.limits.diskBytes,
+      floorBytes: this.limits.diskFloorBytes,
+      intervalMs,
+      execUser: SANDBOX_USER,
+      log: this.log,
+      runId: this.runId,
+      onTrip: (reason) => {
+        this.limitKill ??= this.stopForLimit(reason);
+      },
+    });
+    if (this.disposed) this.diskGuard.stop();
+  }
+
+  /**
+   * Kills everything in the container at once (the writer must not get further) and fails
+   * whatever is running in it with the reason; the container itself goes on dispose.
+   */
+  private async stopForLimit(reason: SandboxLimitExceeded): Promise<void> {
+    if (this.disposed || this.limitFailure) return;
+    this.limitFailure = reason;
+    try {
+      await this.container.kill({ signal: 'SIGKILL' });
+    } catch (error) {
+      this.log.warn({ runId: this.runId, err: errorText(error) }, 'could not kill the sandbox');
+    }
+    this.helper?.fail(new HelperChannelError(reason.message));
+  }
+
   /** Starts the tool helper; called once by createDockerSandbox. */
   async startHelper(): Promise<void> {
     await this.getHelper();
@@ -259,6 +377,8 @@ export class DockerSandbox implements Sandbox {
       env: options.env ?? {},
       maxOutputBytes: Math.max(0, maxOutputBytes),
       timeoutMs: options.timeoutMs ?? null,
+      // On a timeout or cancel, also kill what left the command's process group.
+      killStrays: true,
     };
     if (options.stdin !== undefined) {
       const stdin =
@@ -351,6 +471,7 @@ export class DockerSandbox implements Sandbox {
         durationMs: Date.now() - started,
         oomKilled,
         pidsLimitHit: wire.pidsLimitHit,
+        ...(notes.length > 0 ? { notes } : {}),
       };
     } catch (error) {
       if (error instanceof PythonError) throw error;
@@ -372,6 +493,42 @@ export class DockerSandbox implements Sandbox {
   async readFile(path: string): Promise<FileRead> {
     const result = await this.fileOp('read', { path }, ReadResult);
     return { data: Buffer.from(result.data, 'base64'), realPath: result.realPath };
+  }
+
+  async readLines(path: string, request: LinesRequest): Promise<LinesRead> {
+    const maxChars = Math.max(0, Math.floor(request.maxChars));
+    const result = await this.fileOp(
+      'read_lines',
+      {
+        path,
+        offset: request.offset.toString(),
+        limit: request.limit.toString(),
+        maxChars,
+      },
+      LinesResult,
+    );
+    if (cpLength(result.text) > maxChars || result.totalChars < cpLength(result.text)) {
+      const helper = this.helper;
+      if (helper) throw this.fatal(this.misbehaved(helper, 'tool helper returned too many lines'));
+      throw new SandboxFailure('tool helper returned too many lines');
+    }
+    return result;
+  }
+
+  async editFile(
+    path: string,
+    oldText: string,
+    newText: string,
+    replaceAll: boolean,
+  ): Promise<{ count: number; realPath: string }> {
+    const size = Buffer.byteLength(oldText) + Buffer.byteLength(newText);
+    if (size > MAX_TRANSFER_BYTES) {
+      throw new PythonError(
+        'OSError',
+        `[Errno 27] Edit too large for the sandbox transport (${size} bytes; limit ${MAX_TRANSFER_BYTES}): ${pyRepr(path)}`,
+      );
+    }
+    return this.fileOp('edit', { path, old: oldText, new: newText, replaceAll }, EditResult);
   }
 
   async writeFile(path: string, data: Uint8Array): Promise<{ realPath: string }> {
@@ -476,7 +633,17 @@ export class DockerSandbox implements Sandbox {
         pause: true,
         comment: 'frognano setup snapshot',
       },
-      _body: { Labels: labels },
+      // The snapshot belongs to no process: a container started from it gets its own owner,
+      // and one started without any must not inherit this run's.
+      _body: {
+        Labels: {
+          [LABEL_OWNER]: '',
+          [LABEL_OWNER_PROCESS]: '',
+          [LABEL_OWNER_PID]: '',
+          [LABEL_OWNER_HOST]: '',
+          ...labels,
+        },
+      },
     })) as { Id?: string; id?: string };
     const imageId = result.Id ?? result.id;
     if (!imageId)
@@ -496,6 +663,7 @@ export class DockerSandbox implements Sandbox {
 
   async dispose(): Promise<void> {
     this.disposing ??= (async () => {
+      this.diskGuard?.stop();
       this.helper?.close();
       this.helper = undefined;
       try {
@@ -521,7 +689,7 @@ export class DockerSandbox implements Sandbox {
   }
 
   private async fileOp<T>(
-    op: 'read' | 'write' | 'glob',
+    op: 'read' | 'read_lines' | 'edit' | 'write' | 'glob',
     payload: Record<string, unknown>,
     schema: z.ZodType<T>,
   ): Promise<T> {
@@ -575,6 +743,10 @@ export class DockerSandbox implements Sandbox {
    * (`finalAttempt`) or the sandbox keeps breaking; then the sandbox itself has failed.
    */
   private async recoverHelper(error: HelperChannelError, finalAttempt: boolean): Promise<void> {
+    if (this.limitFailure) {
+      await this.limitKill;
+      throw this.limitFailure;
+    }
     if (this.helper?.dead) this.helper = undefined;
     this.log.warn(
       { runId: this.runId, err: error.message, restarts: this.helperRestarts },
@@ -612,6 +784,7 @@ export class DockerSandbox implements Sandbox {
   }
 
   private fatal(error: unknown): SandboxFailure {
+    if (this.limitFailure) return this.limitFailure;
     if (error instanceof SandboxFailure) return error;
     if (this.disposed) return new SandboxFailure('the sandbox was disposed', { cause: error });
     return new SandboxFailure(`sandbox tool helper unavailable: ${errorText(error)}`, {
@@ -620,6 +793,7 @@ export class DockerSandbox implements Sandbox {
   }
 
   private async getHelper(): Promise<ToolHelperChannel> {
+    if (this.limitFailure) throw this.limitFailure;
     if (this.disposed) throw new SandboxFailure('the sandbox was disposed');
     if (this.helper && !this.helper.dead) return this.helper;
     this.helperStarting ??= ToolHelperChannel.start({
@@ -684,6 +858,18 @@ export class DockerSandbox implements Sandbox {
     });
   }
 }
+
+/** Engines whose storage driver cannot give a container a size quota (remembered per engine). */
+const storageQuota = new Map<string, false>();
+
+function engineKey(docker: Docker): string {
+  const modem = docker.modem as { socketPath?: unknown; host?: unknown; port?: unknown };
+  return JSON.stringify([modem.socketPath, modem.host, modem.port]);
+}
+// overlay2 off xfs/pquota: "--storage-opt is supported only for overlay over xfs with 'pquota'
+// mount option"; other drivers: "Storage Option not supported", "... size is not supported".
+const STORAGE_OPT_UNSUPPORTED =
+  /storage[- ]?opt(ion)?s? .*(not supported|supported only|only supported)|not supported .*storage[- ]?opt/i;
 
 function killedResult(started: number, maxOutputBytes: number, why?: string): DockerExecResult {
   const note = why

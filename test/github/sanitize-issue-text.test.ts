@@ -13,8 +13,8 @@ describe('sanitizeIssueText', () => {
     ['an HTML comment', `Fix the bug.<!-- ${INJECT} -->`],
     ['a multi-line HTML comment', `Fix the bug.\n<!--\n${INJECT}\n-->`],
     ['an unterminated HTML comment', `Fix the bug.\n<!-- ${INJECT}`],
-    ['a comment closed with --!>', `Fix the bug.<!-- ${INJECT} --!>`],
-    ['a bogus comment', `Fix the bug.<! ${INJECT} >`],
+    ['a comment closed with --!>', `Fix the bug.\n<!-- ${INJECT} --!>`],
+    ['a bogus comment in an HTML block', `Fix the bug.\n<div>\n<! ${INJECT} >\n</div>`],
     ['a processing instruction', `Fix the bug.<?xml ${INJECT} ?>`],
     ['a hidden attribute', `Fix the bug.<div hidden>${INJECT}</div>`],
     ['hidden=hidden', `Fix the bug.<p hidden="hidden">${INJECT}</p>`],
@@ -34,8 +34,8 @@ describe('sanitizeIssueText', () => {
     ['an img title', `Fix the bug.<img src=x title='${INJECT}'/>`],
     ['a markdown image alt', `Fix the bug.![${INJECT}](https://example.com/x.png)`],
     ['a markdown image title', `Fix the bug.![x](https://example.com/x.png "${INJECT}")`],
-    ['a link reference comment', `Fix the bug.\n[//]: # (${INJECT})`],
-    ['a link reference comment with <>', `Fix the bug.\n[comment]: <> "${INJECT}"`],
+    ['a link reference comment', `Fix the bug.\n\n[//]: # (${INJECT})`],
+    ['a link reference comment with <>', `Fix the bug.\n\n[comment]: <> "${INJECT}"`],
     ['a link title attribute', `Fix the bug.<a href="x" title="${INJECT}">link</a>`],
     ['a hidden input', `Fix the bug.<input type="hidden" value="${INJECT}">`],
   ])('removes %s', (_name, attack) => {
@@ -115,7 +115,10 @@ describe('sanitizeIssueText', () => {
       'a hidden element around a fenced block',
       `Fix the bug.\n<div hidden>\n\n\`\`\`\n${INJECT}\n\`\`\`\n\n</div>\nThanks`,
     ],
-    ['a bogus comment around a code span', `Fix the bug. <! \`${INJECT}\` > Thanks`],
+    [
+      'a bogus comment around a code span in an HTML block',
+      `Fix the bug.\n<div>\n<! \`${INJECT}\` >\n</div>\nThanks`,
+    ],
     [
       'a comment line inside what looks like a multi-line code span',
       `Fix the bug. \`\`\`\n<!-- \`x\` ${INJECT} --> \`\`\`\nThanks`,
@@ -130,6 +133,59 @@ describe('sanitizeIssueText', () => {
     expect(out).not.toContain('IGNORE PREVIOUS');
     expect(out).not.toContain('evil.sh');
     expect(out).not.toContain('-->');
+  });
+
+  // These looked hidden to the old regex sanitizer, but CommonMark (and so GitHub) shows them as
+  // text: a `[x]: y` line cannot interrupt a paragraph, `<!` + space is no declaration, and an
+  // inline comment must end with `-->`. The maintainer reads them, so the model does too.
+  it.each([
+    ['a definition-like line continuing a paragraph', `Fix the bug.\n[//]: # (${INJECT})`],
+    ['`<!` followed by a space', `Fix the bug.<! ${INJECT} >`],
+    ['`<!` around a code span', `Fix the bug. <! \`${INJECT}\` > Thanks`],
+    ['an inline comment ending in --!>', `Fix the bug.<!-- ${INJECT} --!>`],
+  ])('keeps %s: GitHub shows it as text', (_name, text) => {
+    expect(sanitizeIssueText(text)).toBe(text);
+  });
+
+  it.each([
+    ['inside a block quote', `Fix the bug.\n\n> [//]: # (${INJECT})\n> more`],
+    ['inside a list item', `Fix the bug.\n\n- [//]: # (${INJECT})\n- item`],
+    ['in a quoted list', `Fix the bug.\n\n> - [x]: <> "${INJECT}"`],
+    ['with the title on the next line', `Fix the bug.\n\n[//]: #\n  (${INJECT})`],
+    ['with a multi-line title', `Fix the bug.\n\n[a]: /u '\n${INJECT}\n'`],
+    ['after a heading', `# Fix the bug.\n[note]:\n  <https://x.example>\n  "${INJECT}"`],
+  ])('removes a link reference definition %s', (_name, attack) => {
+    const out = sanitizeIssueText(attack);
+    expect(out).toContain('Fix the bug.');
+    expect(out).not.toContain('IGNORE PREVIOUS');
+  });
+
+  it('removes mermaid comment and directive lines, keeping the diagram', () => {
+    const text = [
+      'Flow:',
+      '',
+      '```mermaid',
+      'graph TD',
+      `  %% ${INJECT}`,
+      '%%{init: {"theme": "dark"}}%%',
+      '  A-->B',
+      '```',
+      '',
+      '> ```mermaid',
+      `> %% ${INJECT}`,
+      '> sequenceDiagram',
+      '> ```',
+      '',
+      '```python',
+      '# %% a notebook cell marker shows in Python code',
+      '```',
+    ].join('\n');
+    const out = sanitizeIssueText(text);
+    expect(out).not.toContain('IGNORE PREVIOUS');
+    expect(out).not.toContain('theme');
+    expect(out).toContain('```mermaid\ngraph TD\n  A-->B\n```');
+    expect(out).toContain('> ```mermaid\n> sequenceDiagram\n> ```');
+    expect(out).toContain('# %% a notebook cell marker shows in Python code');
   });
 
   it('removes markdown link titles (tooltips) but keeps the link', () => {

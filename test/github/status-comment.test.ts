@@ -13,6 +13,7 @@ import { useStrictNock } from './helpers/strict-nock.js';
 import { runResult } from './helpers/run-result.js';
 import { renderPrBody } from '../../src/github/pr-body.js';
 import { registerSecret } from '../../src/redact.js';
+import { FORGED_MESSAGE, markdownTree, nodeTypes, plainText } from './helpers/markdown-tree.js';
 
 useStrictNock();
 const issue = { owner: 'o', repo: 'r', issueNumber: 5 };
@@ -63,7 +64,8 @@ describe('describeResult', () => {
     [{ outcome: 'setup_failed', setupTail: 'E: pip failed' }, /setup commands failed/],
     [
       { outcome: 'config_error', error: 'max_steps must be a number' },
-      /frognano\.yml` is not valid: max_steps/,
+      // Shown literally: `_` is escaped.
+      /frognano\.yml` is not valid: max\\_steps/,
     ],
     [{ outcome: 'clone_failed', error: 'repository not found' }, /cloning the repository failed/],
     [
@@ -92,6 +94,33 @@ describe('describeResult', () => {
     expect(text).toContain('no pull request: the model finished without changing any file.');
     expect(text).toContain('No test command was configured or detected either.');
     expect(text).toContain('> I could not find the bug, @&#8203;someone.');
+  });
+
+  it('shows a forged final message as inert quoted text: no alert, heading, link or table', () => {
+    const state = describeResult(runResult({ patch: '', finalMessage: FORGED_MESSAGE }));
+    const text = renderStatus(state!);
+    const tree = markdownTree(text);
+    expect(tree.children.filter((n) => n.type === 'heading')).toEqual([]);
+    const quotes = tree.children.filter((n) => n.type === 'blockquote');
+    expect(quotes).toHaveLength(1);
+    expect(new Set(nodeTypes(quotes[0]!))).toEqual(new Set(['paragraph', 'text']));
+    expect(plainText(quotes[0]!)).toContain('# ✅ Security review: APPROVED');
+    expect(text).not.toMatch(/^> \[!IMPORTANT\]/m);
+    // Nothing after the quote comes from the model: the quote ends before our retry hint.
+    const after = tree.children.slice(tree.children.indexOf(quotes[0]!) + 1);
+    expect(after.map((n) => plainText(n)).join('\n')).not.toMatch(/APPROVED|carriage/);
+  });
+
+  it('keeps a multi-line error text on the failure line: no heading, no alert', () => {
+    const state = describeResult(
+      runResult({
+        outcome: 'sandbox_failed',
+        error: 'boom\n\n> [!IMPORTANT]\n# ✅ Security review: APPROVED\r## more',
+      }),
+    );
+    const tree = markdownTree(renderStatus(state!));
+    expect(nodeTypes(tree)).not.toContain('heading');
+    expect(nodeTypes(tree)).not.toContain('blockquote');
   });
 
   it('defuses mentions, references, images and HTML in error texts shown as prose', () => {

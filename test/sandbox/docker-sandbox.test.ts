@@ -15,6 +15,13 @@ import {
   type DockerSandbox,
 } from '../../src/sandbox/docker-sandbox.js';
 import { createLocalSandbox } from '../../src/sandbox/local-sandbox.js';
+import {
+  LABEL_OWNER,
+  LABEL_OWNER_PID,
+  LABEL_OWNER_PROCESS,
+  instanceId,
+  sandboxOwner,
+} from '../../src/sandbox/owner.js';
 import { dockerSandboxWithTree } from '../support/docker-sandbox-factory.js';
 import {
   describeDocker,
@@ -515,5 +522,39 @@ describeDocker('DockerSandbox', () => {
     await extra.dispose();
     await expect(docker.getContainer(id).inspect()).rejects.toMatchObject({ statusCode: 404 });
     await expect(extra.readFile('a.txt')).rejects.toBeInstanceOf(SandboxFailure);
+  });
+
+  it('labels the container with its owner; a snapshot of it carries no owner to pass on', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'frognano-owner-'));
+    const owner = sandboxOwner(dataDir);
+    const owned = await createDockerSandbox({ runId, owner });
+    const tag = `frognano-test/owner-snapshot:${runId}`;
+    try {
+      expect(owned.labels).toMatchObject({
+        [LABEL_OWNER]: instanceId(dataDir),
+        [LABEL_OWNER_PROCESS]: owner.process,
+        [LABEL_OWNER_PID]: String(process.pid),
+      });
+      const info = await docker.getContainer(owned.containerId).inspect();
+      expect(info.Config.Labels[LABEL_OWNER]).toBe(owner.instance);
+      await owned.commit(tag, { [LABEL_RUN]: '' });
+      const image = await docker.getImage(tag).inspect();
+      expect(image.Config.Labels[LABEL_OWNER]).toBe('');
+      expect(image.Config.Labels[LABEL_OWNER_PROCESS]).toBe('');
+      const child = await createDockerSandbox({ runId, image: tag });
+      try {
+        const childInfo = await docker.getContainer(child.containerId).inspect();
+        expect(childInfo.Config.Labels[LABEL_OWNER]).toBe('');
+      } finally {
+        await child.dispose();
+      }
+    } finally {
+      await owned.dispose();
+      await docker
+        .getImage(tag)
+        .remove({ force: true })
+        .catch(() => undefined);
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,9 +1,20 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectDocker } from '../../src/sandbox/docker-engine.js';
 import { DEFAULT_SANDBOX_IMAGE, LABEL_RUN } from '../../src/sandbox/docker-sandbox.js';
+import {
+  LABEL_OWNER,
+  LABEL_OWNER_PID,
+  LABEL_OWNER_PROCESS,
+  instanceId,
+  ownerLabels,
+  sandboxOwner,
+  type SandboxOwner,
+} from '../../src/sandbox/owner.js';
 import { reap } from '../../src/sandbox/reap.js';
 import { SNAPSHOT_LABEL, SNAPSHOT_REPOSITORY } from '../../src/sandbox/snapshot-cache.js';
 import { RUN_MARKER } from '../../src/runner/workspace.js';
@@ -11,8 +22,15 @@ import {
   describeDocker,
   ensureSandboxImage,
   labelledContainers,
+  removeLabelledContainers,
   testRunId,
 } from '../support/docker-engine.js';
+import { ISSUE_TEXT, createPythonRepo } from '../support/python-repo.js';
+import {
+  finalAnswer,
+  startScriptedModelServer,
+  type ScriptStep,
+} from '../support/scripted-model-server.js';
 
 const root = mkdtempSync(path.join(tmpdir(), 'reap-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -58,13 +76,18 @@ describeDocker('reap against the Docker engine', () => {
     await ensureSandboxImage();
     const deadId = testRunId('reap-dead');
     const liveId = testRunId('reap-live');
-    const make = (runId: string) =>
+    // The dead run's owner never held a lock here (gone); the live run is this process's own.
+    const deadOwner = { instance: instanceId(root), process: randomUUID() };
+    const make = (runId: string, owner: SandboxOwner) =>
       docker.createContainer({
         Image: DEFAULT_SANDBOX_IMAGE,
         Cmd: ['true'],
-        Labels: { [LABEL_RUN]: runId },
+        Labels: { [LABEL_RUN]: runId, ...ownerLabels(owner) },
       });
-    const [dead, live] = await Promise.all([make(deadId), make(liveId)]);
+    const [dead, live] = await Promise.all([
+      make(deadId, deadOwner),
+      make(liveId, sandboxOwner(root)),
+    ]);
     // Two commits to one snapshot tag: the first becomes an untagged ("dangling") snapshot.
     const tag = `reap-test-${Date.now()}`;
     const commit = async () =>
@@ -106,4 +129,235 @@ describeDocker('reap against the Docker engine', () => {
         .catch(() => undefined);
     }
   });
+});
+
+/** A child process holding the owner lock of `dataDir` until killed. */
+async function ownerProcess(
+  dataDir: string,
+): Promise<{ owner: SandboxOwner; kill: () => Promise<void> }> {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(import.meta.dirname, 'helpers', 'owner-process.ts'), dataDir],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const owner = await new Promise<SandboxOwner>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString('utf8');
+      if (out.includes('\n')) resolve(JSON.parse(out) as SandboxOwner);
+    });
+    child.once('exit', (code) => reject(new Error(`owner process exited (${code})`)));
+  });
+  return {
+    owner,
+    kill: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+function markRunDir(workRoot: string, runId: string, owner: string): string {
+  return runDir(workRoot, runId, JSON.stringify({ runId, pid: 1, owner }));
+}
+
+describe('reap of what dead owner processes left (no engine needed)', () => {
+  it('keeps a live process’s work directory and lock, removes a killed one’s', async () => {
+    const dataDir = mkdtempSync(path.join(root, 'data-owners-'));
+    const [alive, dead] = await Promise.all([ownerProcess(dataDir), ownerProcess(dataDir)]);
+    try {
+      await dead.kill();
+      const workRoot = path.join(dataDir, 'runs');
+      const aliveDir = markRunDir(workRoot, 'run-alive', alive.owner.process);
+      const deadDir = markRunDir(workRoot, 'run-dead', dead.owner.process);
+      const lock = (o: SandboxOwner) => path.join(dataDir, 'owners', `${o.process}.lock`);
+      expect(existsSync(lock(dead.owner))).toBe(true);
+      const result = await reap(undefined, { liveRunIds: [], workRoot });
+      expect(result.workDirs).toBe(1);
+      expect(existsSync(aliveDir)).toBe(true);
+      expect(existsSync(deadDir)).toBe(false);
+      expect(existsSync(lock(alive.owner))).toBe(true);
+      expect(existsSync(lock(dead.owner))).toBe(false);
+    } finally {
+      await alive.kill();
+    }
+  }, 60_000);
+});
+
+describeDocker('reap touches only what its instance owns, and only when the owner is gone', () => {
+  const docker = connectDocker();
+  const made: string[] = [];
+  const kills: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const kill of kills) await kill();
+    for (const runId of made) await removeLabelledContainers(runId, docker);
+  });
+
+  const container = async (runId: string, labels: Record<string, string>) => {
+    made.push(runId);
+    return docker.createContainer({
+      Image: DEFAULT_SANDBOX_IMAGE,
+      Cmd: ['true'],
+      Labels: { [LABEL_RUN]: runId, ...labels },
+    });
+  };
+  const exists = async (id: string) =>
+    docker
+      .getContainer(id)
+      .inspect()
+      .then(
+        () => true,
+        (e: { statusCode?: number }) => (e.statusCode === 404 ? false : Promise.reject(e)),
+      );
+  const reapFrom = (dataDir: string, liveRunIds: string[] = []) =>
+    reap(docker, {
+      liveRunIds,
+      dataDir,
+      workRoot: path.join(dataDir, 'runs'),
+      snapshotCap: Number.MAX_SAFE_INTEGER,
+    });
+
+  it('keeps a living owner process’s container and work directory, reaps both once it is killed, and drops its lock', async () => {
+    await ensureSandboxImage();
+    const dataDir = mkdtempSync(path.join(root, 'data-a-'));
+    const child = await ownerProcess(dataDir);
+    kills.push(child.kill);
+    expect(child.owner.instance).toBe(instanceId(dataDir));
+    const runId = testRunId('reap-owned');
+    const box = await container(runId, ownerLabels(child.owner));
+    const dir = markRunDir(path.join(dataDir, 'runs'), runId, child.owner.process);
+    const lock = path.join(dataDir, 'owners', `${child.owner.process}.lock`);
+    expect(existsSync(lock)).toBe(true);
+
+    expect(await reapFrom(dataDir)).toMatchObject({ containers: 0, workDirs: 0, spared: 1 });
+    expect(await exists(box.id)).toBe(true);
+    expect(existsSync(dir)).toBe(true);
+
+    await child.kill();
+    expect(await reapFrom(dataDir)).toMatchObject({ containers: 1, workDirs: 1, spared: 0 });
+    expect(await exists(box.id)).toBe(false);
+    expect(existsSync(dir)).toBe(false);
+    expect(existsSync(lock)).toBe(false);
+  }, 60_000);
+
+  it('leaves another instance’s containers alone, even when their owner is dead', async () => {
+    await ensureSandboxImage();
+    const mine = mkdtempSync(path.join(root, 'data-mine-'));
+    const theirs = mkdtempSync(path.join(root, 'data-theirs-'));
+    const child = await ownerProcess(theirs);
+    kills.push(child.kill);
+    const runId = testRunId('reap-theirs');
+    const box = await container(runId, ownerLabels(child.owner));
+    await child.kill();
+    // Dead, but not ours: only its own instance may reap it.
+    expect((await reapFrom(mine)).containers).toBe(0);
+    expect(await exists(box.id)).toBe(true);
+    expect((await reapFrom(theirs)).containers).toBe(1);
+    expect(await exists(box.id)).toBe(false);
+  }, 60_000);
+
+  it('leaves containers with no owner labels alone', async () => {
+    await ensureSandboxImage();
+    const dataDir = mkdtempSync(path.join(root, 'data-none-'));
+    const box = await container(testRunId('reap-unowned'), {});
+    const forged = await container(testRunId('reap-no-process'), {
+      [LABEL_OWNER]: instanceId(dataDir),
+    });
+    expect((await reapFrom(dataDir)).containers).toBe(0);
+    expect(await exists(box.id)).toBe(true);
+    expect(await exists(forged.id)).toBe(true);
+  }, 60_000);
+
+  it('reaps this process’s own container only when its queue says the run ended', async () => {
+    await ensureSandboxImage();
+    const dataDir = mkdtempSync(path.join(root, 'data-self-'));
+    const owner = sandboxOwner(dataDir);
+    const [liveId, endedId] = [testRunId('reap-self-live'), testRunId('reap-self-ended')];
+    const live = await container(liveId, ownerLabels(owner));
+    const ended = await container(endedId, ownerLabels(owner));
+    expect((await reapFrom(dataDir, [liveId])).containers).toBe(1);
+    expect(await exists(live.id)).toBe(true);
+    expect(await exists(ended.id)).toBe(false);
+  }, 60_000);
+
+  it('a live frognano solve survives `frognano reap` from its own data directory and from another, and finishes its run', async () => {
+    await ensureSandboxImage();
+    const work = mkdtempSync(path.join(root, 'solve-'));
+    const dataDir = path.join(work, 'data');
+    const other = path.join(work, 'other-data');
+    const repo = createPythonRepo(work);
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let reached!: () => void;
+    const modelReached = new Promise<void>((resolve) => (reached = resolve));
+    const held: ScriptStep = async () => {
+      reached();
+      await released;
+      return { content: 'Nothing needed changing.' };
+    };
+    const model = await startScriptedModelServer({ script: [held, finalAnswer('Done.')] });
+    const cli = path.resolve('bin/frognano.js');
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      FROGNANO_MODEL_URL: model.baseUrl,
+      LOG_LEVEL: 'silent',
+    };
+    const solve = spawn(
+      process.execPath,
+      [cli, 'solve', '--repo', repo.dir, '--issue', ISSUE_TEXT, '--out', path.join(work, 'out')],
+      { env: { ...env, FROGNANO_DATA_DIR: dataDir }, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let stderr = '';
+    solve.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const solveExit = new Promise<number | null>((resolve) => solve.once('exit', resolve));
+    kills.push(async () => {
+      if (solve.exitCode === null) solve.kill('SIGKILL');
+    });
+    try {
+      // The agent loop is waiting on the model: the sandbox is up, the work directory too.
+      await Promise.race([
+        modelReached,
+        solveExit.then(() => Promise.reject(new Error(`solve ended early: ${stderr}`))),
+      ]);
+      const ours = await docker.listContainers({
+        all: true,
+        filters: { label: [`${LABEL_OWNER}=${instanceId(dataDir)}`] },
+      });
+      expect(ours).toHaveLength(1);
+      const box = ours[0]!;
+      made.push(box.Labels[LABEL_RUN]!);
+      expect(box.Labels[LABEL_OWNER_PROCESS]).toMatch(/^[0-9a-f-]{36}$/);
+      expect(box.Labels[LABEL_OWNER_PID]).toBe(String(solve.pid));
+
+      const reapCli = (dir: string) =>
+        new Promise<string>((resolve, reject) => {
+          const child = spawn(process.execPath, [cli, 'reap'], {
+            env: { ...env, FROGNANO_DATA_DIR: dir },
+            stdio: ['ignore', 'pipe', 'inherit'],
+          });
+          let out = '';
+          child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+          child.once('exit', (code) =>
+            code === 0 ? resolve(out) : reject(new Error(`reap exited ${code}`)),
+          );
+        });
+      expect(await reapCli(dataDir)).toMatch(
+        /reaped 0 container\(s\), \d+ snapshot image\(s\), 0 work dir\(s\); spared 0 live run\(s\) and 1 container\(s\) of live processes/,
+      );
+      expect(await reapCli(other)).toMatch(/reaped 0 container\(s\)/);
+      expect(await exists(box.Id)).toBe(true);
+      expect(existsSync(path.join(dataDir, 'runs', box.Labels[LABEL_RUN]!))).toBe(true);
+
+      release();
+      expect(await solveExit, stderr).toBe(0);
+      expect(stderr).not.toContain('tool_error');
+      expect(await exists(box.Id)).toBe(false);
+    } finally {
+      release();
+      await model.close();
+    }
+  }, 240_000);
 });

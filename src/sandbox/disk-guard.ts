@@ -1,0 +1,331 @@
+// The disk watchdog of a sandbox. On overlay2 over ext4 (the common case) the engine has no
+// quota for a container's writable layer: one `dd` from /dev/zero fills the host disk in
+// minutes. Every few seconds this measures what the sandbox wrote (the writable layer, its
+// volumes and the /tmp tmpfs) and the free space left on the engine's disk, and trips when
+// the sandbox passed its limit or the disk fell under the floor. Where this process shares
+// the engine's filesystem (root on the engine's host) it reads the layer directly, which is
+// fast; otherwise it asks the engine (`inspect?size=1`, `df` inside the container), slower.
+import { execFile } from 'node:child_process';
+import type { Stats } from 'node:fs';
+import { lstat, opendir, readdir, readFile, statfs } from 'node:fs/promises';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import type Docker from 'dockerode';
+import type { Logger } from 'pino';
+import { SandboxFailure } from '../leaf/sandbox.js';
+
+export type DiskLimitKind = 'disk' | 'disk_floor';
+
+/** The run stops because of the disk: the message says which limit and is shown as is. */
+export class SandboxLimitExceeded extends SandboxFailure {
+  constructor(
+    readonly limit: DiskLimitKind,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'SandboxLimitExceeded';
+  }
+}
+
+export interface DiskGuardOptions {
+  docker: Docker;
+  container: Docker.Container;
+  /** Bytes the sandbox may write; undefined when the engine enforces a quota itself. */
+  limitBytes: number | undefined;
+  /** The run stops when the engine's disk has less than this free (0: never). */
+  floorBytes: number;
+  /** Longest pause between two measurements. */
+  intervalMs: number;
+  /** Called once, on the first limit passed; the guard stops itself before. */
+  onTrip: (reason: SandboxLimitExceeded) => void;
+  /** User for the `df` exec when the engine must be asked (the sandbox user). */
+  execUser: string;
+  log: Logger;
+  runId: string;
+  /** `engine`: ask the engine even where the layer is readable here (tests, benchmarks). */
+  measureVia?: 'auto' | 'engine';
+}
+
+export interface DiskUsage {
+  /** Bytes the sandbox wrote (layer + volumes + /tmp), if measured this round. */
+  usedBytes?: number;
+  /** Free bytes on the engine's disk, if known. */
+  freeBytes?: number;
+  /** `host`: measured on this machine's filesystem; `engine`: asked the engine. */
+  via: 'host' | 'engine';
+}
+
+export interface DiskGuard {
+  /** One measurement now (also what the timer runs). */
+  measure(): Promise<DiskUsage>;
+  stop(): void;
+}
+
+// Shortest pause: when the layer grows fast, measurements come closer to the limit.
+const MIN_INTERVAL_MS = 100;
+// What a fast local disk takes from one `dd` (the attack measured 590–700 MiB/s).
+const FAST_WRITER_BYTES_PER_MS = (1024 * 1024 * 1024) / 1000;
+const TMPFS_MAGIC = 0x01021994;
+/** Directories read at once while measuring a layer. */
+const WALK_CONCURRENCY = 8;
+
+export async function startDiskGuard(options: DiskGuardOptions): Promise<DiskGuard> {
+  const probe = await chooseProbe(options);
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let last: { at: number; used: number } | undefined;
+  const stop = () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+  const measure = async (): Promise<DiskUsage> => {
+    const usage = await probe();
+    if (stopped) return usage;
+    const { limitBytes, floorBytes } = options;
+    if (limitBytes !== undefined && usage.usedBytes !== undefined && usage.usedBytes > limitBytes) {
+      trip(
+        new SandboxLimitExceeded(
+          'disk',
+          `the sandbox wrote more than ${formatBytes(limitBytes)} (${formatBytes(usage.usedBytes)} measured); raise FROGNANO_SANDBOX_DISK if the repository needs more`,
+        ),
+        usage,
+      );
+    } else if (floorBytes > 0 && usage.freeBytes !== undefined && usage.freeBytes < floorBytes) {
+      trip(
+        new SandboxLimitExceeded(
+          'disk_floor',
+          `the Docker engine's disk has less than ${formatBytes(floorBytes)} free (${formatBytes(usage.freeBytes)} left); free space on it or lower FROGNANO_DISK_FLOOR`,
+        ),
+        usage,
+      );
+    }
+    return usage;
+  };
+  const trip = (reason: SandboxLimitExceeded, usage: DiskUsage) => {
+    if (stopped) return;
+    stop();
+    options.log.warn({ runId: options.runId, ...usage, err: reason.message }, 'disk guard tripped');
+    options.onTrip(reason);
+  };
+  const tick = async () => {
+    const started = Date.now();
+    let delay = options.intervalMs;
+    try {
+      const usage = await measure();
+      const took = Date.now() - started;
+      // A measurement costs a walk of the layer: never spend more than a third of the time on it.
+      const floor = Math.max(MIN_INTERVAL_MS, 2 * took);
+      const used = usage.usedBytes;
+      if (used !== undefined && options.limitBytes !== undefined) {
+        // Next look before a writer at the fastest rate seen (or a fast disk's, if higher)
+        // could cover half the headroom left: the closer to the limit, the closer the looks.
+        const seen = last && used > last.used ? (used - last.used) / (started - last.at || 1) : 0;
+        const rate = Math.max(seen, FAST_WRITER_BYTES_PER_MS);
+        delay = Math.min(delay, (options.limitBytes - used) / rate / 2);
+        last = { at: started, used };
+      }
+      delay = Math.max(floor, delay);
+    } catch (error) {
+      // The container may be going away (run end) or be busy; the next round tries again.
+      options.log.debug({ runId: options.runId, err: String(error) }, 'disk measurement failed');
+    }
+    if (!stopped) timer = setTimeout(() => void tick(), delay).unref();
+  };
+  timer = setTimeout(() => void tick(), MIN_INTERVAL_MS).unref();
+  return { measure, stop };
+}
+
+type Probe = () => Promise<DiskUsage>;
+
+async function chooseProbe(options: DiskGuardOptions): Promise<Probe> {
+  const info = await options.container.inspect();
+  const upper = (info.GraphDriver?.Data as { UpperDir?: string } | undefined)?.UpperDir;
+  const volumes = (info.Mounts ?? [])
+    .filter((mount) => mount.Type === 'volume' && mount.Source)
+    .map((mount) => mount.Source);
+  const pid = info.State?.Pid ?? 0;
+  const measureLayer = options.limitBytes !== undefined;
+  if (options.measureVia !== 'engine' && upper && (await readableDir(upper))) {
+    const tmpPath = (await sameProcessTable(pid, info.Id)) ? `/proc/${pid}/root/tmp` : undefined;
+    return async () => {
+      const free = await statfs(upper, { bigint: false });
+      const usage: DiskUsage = { via: 'host', freeBytes: free.bavail * free.bsize };
+      if (measureLayer) {
+        let used = await layerBytes([upper, ...volumes]);
+        if (tmpPath) used += await tmpfsUsed(tmpPath);
+        usage.usedBytes = used;
+      }
+      return usage;
+    };
+  }
+  return async () => {
+    const [sized, df] = await Promise.all([
+      measureLayer
+        ? (options.container.inspect({ size: true } as object) as Promise<{ SizeRw?: number }>)
+        : Promise.resolve(undefined),
+      dfInside(options.container, options.execUser).catch(() => undefined),
+    ]);
+    const usage: DiskUsage = { via: 'engine' };
+    if (df) usage.freeBytes = df.rootFree;
+    if (sized) usage.usedBytes = (sized.SizeRw ?? 0) + (df?.tmpUsed ?? 0);
+    return usage;
+  };
+}
+
+async function readableDir(dir: string): Promise<boolean> {
+  try {
+    const handle = await opendir(dir);
+    await handle.close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** True when `pid` in our /proc is the container's init (same pid namespace as the engine). */
+async function sameProcessTable(pid: number, containerId: string): Promise<boolean> {
+  if (!pid) return false;
+  const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '');
+  return cgroup.includes(containerId);
+}
+
+async function tmpfsUsed(tmpPath: string): Promise<number> {
+  try {
+    const stats = await statfs(tmpPath);
+    if (stats.type !== TMPFS_MAGIC) return 0;
+    return (stats.blocks - stats.bfree) * stats.bsize;
+  } catch {
+    return 0;
+  }
+}
+
+let duMissing = false;
+
+/**
+ * Disk space used under `dirs` together (a file linked from two of them counts once): the
+ * host's `du`, an order of magnitude faster than walking from here, else `allocatedBytes`.
+ */
+export async function layerBytes(dirs: string[]): Promise<number> {
+  if (!duMissing) {
+    const out = await new Promise<string | undefined>((resolve) => {
+      execFile(
+        'du',
+        ['-s', '-k', '-x', '--', ...dirs],
+        { maxBuffer: 1024 * 1024, timeout: 120_000 },
+        (error, stdout) => {
+          if ((error as NodeJS.ErrnoException | null)?.code === 'ENOENT') duMissing = true;
+          // A file removed mid-walk makes du exit 1 but still print its totals.
+          resolve(stdout);
+        },
+      );
+    });
+    const sizes = (out ?? '')
+      .trim()
+      .split('\n')
+      .map((line) => Number(/^(\d+)\t/.exec(line)?.[1]));
+    if (sizes.length === dirs.length && sizes.every(Number.isFinite)) {
+      return sizes.reduce((a, b) => a + b, 0) * 1024;
+    }
+  }
+  let total = 0;
+  const seen = new Set<string>();
+  for (const dir of dirs) total += await allocatedBytes(dir, seen);
+  return total;
+}
+
+/**
+ * Disk blocks allocated under `root`, as `du` counts them: sparse files count what they
+ * use, a file with several links once. Entries that vanish mid-walk are skipped.
+ */
+export async function allocatedBytes(root: string, seen = new Set<string>()): Promise<number> {
+  const top = await lstat(root).catch(() => undefined);
+  if (!top) return 0;
+  let total = top.blocks * 512;
+  const count = (stat: Stats | undefined): void => {
+    if (!stat) return;
+    if (stat.nlink > 1 && !stat.isDirectory()) {
+      const key = `${stat.dev}:${stat.ino}`;
+      if (seen.has(key)) return;
+      seen.add(key);
+    }
+    total += stat.blocks * 512;
+  };
+  // Several directories at once and every entry's lstat in flight together: one await per
+  // entry would make a tree of tens of thousands of files (a virtualenv) slow to measure.
+  const pending: string[] = [root];
+  let active = 0;
+  await new Promise<void>((resolve) => {
+    const next = (): void => {
+      while (active < WALK_CONCURRENCY && pending.length > 0) {
+        const dir = pending.pop()!;
+        active++;
+        void walkOne(dir).finally(() => {
+          active--;
+          if (pending.length === 0 && active === 0) resolve();
+          else next();
+        });
+      }
+      if (pending.length === 0 && active === 0) resolve();
+    };
+    const walkOne = async (dir: string): Promise<void> => {
+      const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+      const stats = await Promise.all(
+        entries.map((entry) => {
+          const full = path.join(dir, entry.name);
+          if (entry.isDirectory()) pending.push(full);
+          return lstat(full).catch(() => undefined);
+        }),
+      );
+      for (const stat of stats) count(stat);
+    };
+    next();
+  });
+  return total;
+}
+
+/** `df` inside the container: free space of the disk under its root, and what /tmp holds. */
+async function dfInside(
+  container: Docker.Container,
+  user: string,
+): Promise<{ rootFree: number; tmpUsed: number }> {
+  const exec = await container.exec({
+    Cmd: ['df', '-Pk', '/', '/tmp'],
+    User: user,
+    AttachStdout: true,
+    AttachStderr: true,
+  });
+  const stream = await exec.start({});
+  const out = new PassThrough();
+  const chunks: Buffer[] = [];
+  out.on('data', (chunk: Buffer) => chunks.push(chunk));
+  exec.modem.demuxStream(stream, out, new PassThrough().resume());
+  await new Promise<void>((resolve, reject) => {
+    stream.on('end', resolve);
+    stream.on('close', resolve);
+    stream.on('error', reject);
+  });
+  // Filesystem 1024-blocks Used Available Capacity Mounted-on
+  const rows = Buffer.concat(chunks)
+    .toString('utf8')
+    .trim()
+    .split('\n')
+    .slice(1)
+    .map((line) => line.trim().split(/\s+/));
+  const root = rows.find((row) => row[5] === '/');
+  const tmp = rows.find((row) => row[5] === '/tmp');
+  if (!root) throw new Error('df inside the sandbox printed no line for /');
+  return { rootFree: Number(root[3]) * 1024, tmpUsed: tmp ? Number(tmp[2]) * 1024 : 0 };
+}
+
+/** `10 GB`, `64 MB`, `1.5 GB`: binary units, as FROGNANO_SANDBOX_DISK is written. */
+export function formatBytes(bytes: number): string {
+  const GiB = 1024 ** 3;
+  const MiB = 1024 ** 2;
+  if (bytes >= GiB) return `${round1(bytes / GiB)} GB`;
+  if (bytes >= MiB) return `${round1(bytes / MiB)} MB`;
+  return `${Math.round(bytes / 1024)} KB`;
+}
+
+function round1(n: number): string {
+  return String(Math.round(n * 10) / 10);
+}
