@@ -37,6 +37,13 @@ import {
 } from './github/publish.js';
 import { decideTrigger } from './github/triggers.js';
 import { type RunPipelineFn, WorkerPool, runOutDir } from './github/worker.js';
+import {
+  queueRunListing,
+  recordingRunResults,
+  runPageHandler,
+  runsPageConfig,
+  runsPageHandler,
+} from './web/index.js';
 
 export type AppMode = 'all' | 'serve' | 'worker';
 
@@ -79,6 +86,8 @@ export interface FrognanoAppDeps {
   log: Logger;
   /** Serve `/frognano/runs/<id>/trajectory.json` from here (when a public URL is configured). */
   trajectoriesFrom?: string;
+  /** The run pages and the runs page (src/web). */
+  webHandlers?: ((req: IncomingMessage, res: ServerResponse) => Promise<boolean>)[];
 }
 
 /** The Probot application function: subscribe, filter, record. */
@@ -96,6 +105,7 @@ export function frognanoApp(deps: FrognanoAppDeps): ApplicationFunction {
     app.on('issues.labeled', handle);
     app.on('issue_comment.created', handle);
     if (deps.trajectoriesFrom) addHandler(trajectoryHandler(deps.trajectoriesFrom));
+    for (const handler of deps.webHandlers ?? []) addHandler(handler);
   };
 }
 
@@ -193,16 +203,20 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
   let workers: WorkerPool | undefined;
   if (mode !== 'serve') {
     const processConfig = loadProcessConfig(env);
-    const pipeline: RunPipelineFn =
+    // Each run's result is kept beside its trajectory for the run page.
+    const pipeline: RunPipelineFn = recordingRunResults(
       options.runPipeline ??
-      ((request) =>
-        runPipeline(request, {
-          modelConfig: modelConfigFrom(processConfig),
-          env,
-          dataDir: config.dataDir,
-          logger: log,
-          handleSignals: false,
-        }));
+        ((request) =>
+          runPipeline(request, {
+            modelConfig: modelConfigFrom(processConfig),
+            env,
+            dataDir: config.dataDir,
+            logger: log,
+            handleSignals: false,
+          })),
+      processConfig.FROGNANO_MODEL,
+      (error) => log.warn({ err: error }, 'run.json write failed'),
+    );
     let identity: Promise<BotIdentity> | undefined;
     const botIdentity = () => {
       if (config.botIdentity) return Promise.resolve(config.botIdentity);
@@ -269,11 +283,35 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       webhookPath: config.webhookPath,
       webhookProxy: config.webhookProxyUrl,
     });
+    const listing = queueRunListing(queue, {
+      gitBaseUrl: config.gitBaseUrl,
+      runDir: (id) => runOutDir(config.dataDir, id),
+    });
+    const runsPage = runsPageConfig(env);
+    if (!runsPage) log.info('runs page /runs off: set GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET');
+    const webHandlers = [
+      ...(config.publicUrl || runsPage
+        ? [runPageHandler({ listing, model: env.FROGNANO_MODEL })]
+        : []),
+      ...(runsPage
+        ? [
+            runsPageHandler({
+              ...runsPage,
+              listing,
+              webBaseUrl: config.gitBaseUrl,
+              apiBaseUrl: config.apiBaseUrl,
+              publicUrl: config.publicUrl,
+              log,
+            }),
+          ]
+        : []),
+    ];
     const appFn = frognanoApp({
       label: config.label,
       intake,
       log,
       trajectoriesFrom: config.publicUrl ? config.dataDir : undefined,
+      webHandlers,
     });
     await server.load((app, appOptions) => {
       probot = app;

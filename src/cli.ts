@@ -38,7 +38,7 @@ for (const [name, mode, description] of appModes) {
 program
   .command('solve')
   .description(
-    'Run FrogNano on one repository and write patch.diff, summary.md and trajectory.json',
+    'Run FrogNano on one repository and write patch.diff, summary.md, trajectory.json and trajectory.html',
   )
   .requiredOption('--repo <dir|git-url>', 'local git repository or clone URL')
   .option('--issue-file <file>', 'file holding the task (title, blank line, body)')
@@ -106,6 +106,38 @@ program
       stdout: (line) => process.stdout.write(`${line}\n`),
       env: process.env,
     });
+  });
+
+const runs = program
+  .command('runs')
+  .description('List the queue and recent runs of this data directory (FROGNANO_DATA_DIR)')
+  .option('--json', 'print JSON for scripts')
+  .option('--state <state>', 'only runs in this state (queued, running, done, failed, cancelled)')
+  .option('--repo <owner/repo>', 'only runs of this repository')
+  .option('--limit <n>', 'at most this many runs, newest first', '20')
+  .action(async (options: Record<string, string | boolean | undefined>) => {
+    const { runsCommand } = await import('./commands/runs.js');
+    process.exitCode = await runsCommand(options, {
+      stdout: (line) => process.stdout.write(`${line}\n`),
+      env: process.env,
+    });
+  });
+runs
+  .command('show <id>')
+  .description("Print one run's summary (the id or a unique prefix of it)")
+  .option('--json', 'print JSON for scripts')
+  .action(async (id: string, options: { json?: boolean }) => {
+    const { runsShowCommand } = await import('./commands/runs.js');
+    // `runs show <id> --json`: commander hands a flag after the id to `runs`, which has it too.
+    const json = Boolean(options.json ?? runs.opts<{ json?: boolean }>().json);
+    process.exitCode = await runsShowCommand(
+      id,
+      { json },
+      {
+        stdout: (line) => process.stdout.write(`${line}\n`),
+        env: process.env,
+      },
+    );
   });
 
 try {

@@ -70,7 +70,7 @@ function render(input: PrBodyInput, d: Detail): string {
     trajectorySection(result, d),
     budgets(result),
     input.trajectoryUrl
-      ? `The full trajectory (every message and tool call): ${input.trajectoryUrl}`
+      ? `The run page (every step, the diff, the test evidence; raw JSON at \`${input.trajectoryUrl}.json\`): ${input.trajectoryUrl}`
       : '',
   ];
   return sections.filter((s) => s !== '').join('\n\n') + '\n';

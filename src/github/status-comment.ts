@@ -37,7 +37,7 @@ const PHASE_WORDS: Record<RunPhase, string> = {
 
 export function renderStatus(
   state: StatusState,
-  meta: { runId?: string; trigger?: string } = {},
+  meta: { runId?: string; trigger?: string; runPageUrl?: string } = {},
 ): string {
   const lines: string[] = [STATUS_MARKER];
   switch (state.kind) {
@@ -102,9 +102,11 @@ export function renderStatus(
       break;
   }
   if (meta.runId || meta.trigger) {
-    const bits = [meta.trigger, meta.runId ? `run ${inlineCode(meta.runId)}` : undefined].filter(
-      Boolean,
-    );
+    const bits = [
+      meta.trigger,
+      meta.runId ? `run ${inlineCode(meta.runId)}` : undefined,
+      meta.runPageUrl ? `[run page](${meta.runPageUrl})` : undefined,
+    ].filter(Boolean);
     lines.push('', `<sub>${bits.join(' · ')}</sub>`);
   }
   // Reasons carry error texts (clone, sandbox, model endpoint): whatever secret the process
@@ -277,7 +279,7 @@ export interface StatusReporterOptions {
   /** REST calls kept back for publishing and the final status edit. */
   reserve: number;
   log: Logger;
-  meta?: { runId?: string; trigger?: string };
+  meta?: { runId?: string; trigger?: string; runPageUrl?: string };
   onCommentId?: (id: number) => void;
   /** Runs each write under the issue's lock (shared with intake). */
   serialize?: (write: () => Promise<void>) => Promise<void>;

@@ -21,6 +21,7 @@ import {
   verificationLine,
 } from './status-comment.js';
 import { issueKey } from './triggers.js';
+import { runPageUrl } from '../web/index.js';
 
 export type RunPipelineFn = (request: RunRequest) => Promise<RunResult>;
 
@@ -42,7 +43,7 @@ export interface WorkerDeps {
   dataDir: string;
   sandbox: SandboxKind;
   statusThrottleMs: number;
-  /** Base URL under which `/frognano/runs/<id>/trajectory.json` is served publicly. */
+  /** Base URL under which the run page `/frognano/runs/<id>/trajectory` is served publicly. */
   publicUrl?: string;
   /** How often workers look for queued runs and cancel flags (other processes may write them). */
   pollMs?: number;
@@ -223,7 +224,11 @@ export class WorkerPool {
       onCommentId: (id) => queue.setNote(key, STATUS_COMMENT_NOTE, String(id)),
       serialize: (write) => lock.run(key, write),
       budget,
-      meta: { runId: run.id, trigger: triggerWords(job) },
+      meta: {
+        runId: run.id,
+        trigger: triggerWords(job),
+        runPageUrl: this.deps.publicUrl ? runPageUrl(this.deps.publicUrl, run.id) : undefined,
+      },
     });
   }
 
@@ -395,9 +400,7 @@ export class WorkerPool {
       };
     }
     const trajectoryUrl =
-      deps.publicUrl && result.trajectoryPath
-        ? `${deps.publicUrl}/frognano/runs/${runId}/trajectory.json`
-        : undefined;
+      deps.publicUrl && result.trajectoryPath ? runPageUrl(deps.publicUrl, runId) : undefined;
     try {
       const published = await publishPatch({
         octokit,

@@ -122,14 +122,23 @@ async function journey(
   expect(body).toMatch(/\| 14 \| – \| – \| final answer \|/);
   expect(body).toContain('| steps | 15 of 30 |');
   expect(body).toContain('| exit reason | agent |');
-  const trajectoryUrl = `https://frognano.example.com/frognano/runs/${runId}/trajectory.json`;
-  expect(body).toContain(trajectoryUrl);
+  const runPage = `https://frognano.example.com/frognano/runs/${runId}/trajectory`;
+  expect(body).toContain(`: ${runPage}\n`);
   expect(body.length).toBeLessThan(65_536);
 
   // The trajectory link is served by the App itself.
   const served = await fetch(`${harness.url}/frognano/runs/${runId}/trajectory.json`);
   expect(served.status).toBe(200);
   expect(((await served.json()) as { exit_reason: string }).exit_reason).toBe('agent');
+  const page = await fetch(`${harness.url}/frognano/runs/${runId}/trajectory`);
+  expect(page.status).toBe(200);
+  expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+  expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
+  const html = await page.text();
+  expect(html).toContain('id="step-15"');
+  expect(html).toMatch(
+    /<span class="l add">\+ {4}<span class="tk-k">return<\/span> a \+ b<\/span>/,
+  );
 
   // The branch: one commit on the base, by the bot, co-authored by the maintainer, with the fix.
   const git = (...args: string[]) =>

@@ -19,6 +19,21 @@ useStrictNock();
 const issue = { owner: 'o', repo: 'r', issueNumber: 5 };
 
 describe('renderStatus', () => {
+  it('links the run page while the run is active and after it', () => {
+    const runPageUrl =
+      'https://bot.example.com/frognano/runs/0f4c1b2a-1111-4222-8333-444455556666/trajectory';
+    const meta = { runId: 'r1', trigger: 'requested by @a', runPageUrl };
+    for (const state of [
+      { kind: 'running', phase: 'agent', step: 2, maxSteps: 9 },
+      { kind: 'done', prNumber: 8, prUrl: 'https://x/pull/8', partial: false },
+    ] as const) {
+      expect(renderStatus(state, meta)).toContain(`[run page](${runPageUrl})`);
+    }
+    expect(renderStatus({ kind: 'queued', position: 1 }, { runId: 'r1' })).not.toContain(
+      'run page',
+    );
+  });
+
   it('starts with the hidden marker and says each state in plain words', () => {
     expect(renderStatus({ kind: 'queued', position: 3 })).toMatch(
       new RegExp(`^${STATUS_MARKER}\n.*queued \\(position 3\\)`),
