@@ -104,6 +104,9 @@ export function frognanoApp(deps: FrognanoAppDeps): ApplicationFunction {
     };
     app.on('issues.labeled', handle);
     app.on('issue_comment.created', handle);
+    // Follow-ups on the bot's draft pull requests (src/github/review-triggers.ts).
+    app.on('pull_request_review.submitted', handle);
+    app.on('pull_request_review_comment.created', handle);
     if (deps.trajectoriesFrom) addHandler(trajectoryHandler(deps.trajectoriesFrom));
     for (const handler of deps.webHandlers ?? []) addHandler(handler);
   };

@@ -15,6 +15,7 @@ import type { Logger } from 'pino';
 import type { RunQueue } from '../queue/queue.js';
 import type { GitHubClient } from './octokit.js';
 import type { IssueJob } from './job.js';
+import { notOursLine, ownPullRequest } from './follow-up.js';
 import { KeyedLock } from './keyed-lock.js';
 import { hasWriteAccess } from './permission-check.js';
 import { RestBudget } from './rest-budget.js';
@@ -196,13 +197,31 @@ export class Intake {
       return;
     }
 
+    if (decision.kind === 'run' && decision.source === 'review') {
+      // A follow-up only on a pull request this App opened (follow-up.ts).
+      const own = await ownPullRequest(octokit, queue, decision);
+      if (!own.ours) {
+        log.info({ deliveryId, key }, 'follow-up refused: not our pull request');
+        if (held && queue.discard(held.id)) this.deps.onEnqueued?.();
+        this.#write({
+          kind: 'comment',
+          target: decision,
+          onceNote: 'refused:not-ours',
+          body: notOursLine(who),
+        });
+        return;
+      }
+    }
+
     let runId: string | undefined;
     if (decision.kind === 'refuse') {
       this.#write({ kind: 'reaction', target: decision });
       this.#write({
         kind: 'comment',
         target: decision,
-        body: `frognano does not run on ${decision.reason} issues. ${decision.reason === 'closed' ? 'Reopen the issue' : 'Unlock the issue'} and try again.`,
+        body: decision.pullRequest
+          ? `frognano does not work on ${decision.reason} pull requests. ${decision.reason === 'closed' ? 'Reopen it' : 'Unlock it'} and try again.`
+          : `frognano does not run on ${decision.reason} issues. ${decision.reason === 'closed' ? 'Reopen the issue' : 'Unlock the issue'} and try again.`,
       });
     } else if (decision.kind === 'cancel') {
       const cancelled = queue.requestCancel(key);
@@ -212,7 +231,7 @@ export class Intake {
         this.#write({
           kind: 'comment',
           target: decision,
-          body: `@${who}, there is no queued or running frognano run on this issue to cancel.`,
+          body: `@${who}, there is no queued or running frognano run on this ${decision.pullRequest ? 'pull request' : 'issue'} to cancel.`,
         });
       } else if (cancelled.wasRunning) {
         log.info({ runId, key }, 'cancel requested for a running run');
@@ -379,12 +398,24 @@ function jobFor(deliveryId: string, decision: Extract<AcceptedTrigger, { kind: '
     repo: decision.repo,
     issueNumber: decision.issueNumber,
     issueTitle: decision.issueTitle,
-    issueText: sanitizeIssueText(`${decision.issueTitle}\n\n${decision.issueBody}`),
+    // A follow-up's issue text is the original issue, recorded when that was published.
+    issueText: decision.review
+      ? ''
+      : sanitizeIssueText(`${decision.issueTitle}\n\n${decision.issueBody}`),
     defaultBranch: decision.defaultBranch,
     sender: decision.sender,
     source: decision.source,
     guidance: decision.guidance ? sanitizeIssueText(decision.guidance) || undefined : undefined,
     deliveryId,
+    ...(decision.review
+      ? {
+          review: {
+            trigger: decision.review.trigger,
+            feedback: sanitizeIssueText(decision.review.feedback),
+            at: decision.review.at,
+          },
+        }
+      : {}),
   };
 }
 
@@ -395,11 +426,19 @@ export function statusCommentId(queue: RunQueue<IssueJob>, key: string): number 
 
 export function triggerWords(t: AcceptedTrigger | IssueJob): string {
   const source = 'source' in t ? t.source : undefined;
+  if (source === 'review') return `follow-up requested by @${t.sender.login}`;
   return source === 'retry' ? `retried by @${t.sender.login}` : `requested by @${t.sender.login}`;
 }
 
 async function react(octokit: GitHubClient, t: TriggerTarget): Promise<void> {
-  if (t.commentId !== undefined) {
+  if (t.commentId !== undefined && t.commentKind === 'review_comment') {
+    await octokit.rest.reactions.createForPullRequestReviewComment({
+      owner: t.owner,
+      repo: t.repo,
+      comment_id: t.commentId,
+      content: 'eyes',
+    });
+  } else if (t.commentId !== undefined) {
     await octokit.rest.reactions.createForIssueComment({
       owner: t.owner,
       repo: t.repo,

@@ -1,6 +1,7 @@
 // What a webhook means for us, decided from the payload alone (no I/O): start a run, cancel
 // one, refuse politely, or ignore. The permission check happens later, through the API.
 import { z } from 'zod';
+import { decideReviewTrigger } from './review-triggers.js';
 
 const User = z.object({ login: z.string(), id: z.number(), type: z.string().optional() });
 
@@ -53,11 +54,29 @@ export interface TriggerTarget {
   sender: { login: string; id: number };
   /** The triggering comment (reactions go there); absent for labels (reactions go on the issue). */
   commentId?: number;
+  /** `review_comment`: `commentId` is an inline review comment (its reactions live elsewhere). */
+  commentKind?: 'issue' | 'review_comment';
+  /** The target is the bot's pull request (a follow-up), `issueNumber` its number. */
+  pullRequest?: boolean;
+}
+
+/** What a follow-up on the pull request was asked with (review-triggers.ts). */
+export interface ReviewTrigger {
+  trigger: 'comment' | 'review' | 'review_comment';
+  /** The text after `/frognano`, unsanitized. */
+  feedback: string;
+  /** When the maintainer acted (ISO time). */
+  at: string;
 }
 
 export type TriggerDecision =
   | { kind: 'ignore'; reason: string }
-  | ({ kind: 'run'; source: 'label' | 'retry'; guidance?: string } & TriggerTarget)
+  | ({
+      kind: 'run';
+      source: 'label' | 'retry' | 'review';
+      guidance?: string;
+      review?: ReviewTrigger;
+    } & TriggerTarget)
   | ({ kind: 'cancel' } & TriggerTarget)
   | ({ kind: 'refuse'; reason: 'closed' | 'locked' } & TriggerTarget);
 
@@ -102,6 +121,9 @@ export function decideTrigger(
     }
     return gate(p, { kind: 'run', source: 'label' }, undefined);
   }
+  // Follow-ups on the bot's pull requests (review-triggers.ts).
+  const onPullRequest = decideReviewTrigger(eventName, rawPayload);
+  if (onPullRequest) return onPullRequest;
   if (eventName === 'issue_comment') {
     const parsed = IssueCommentPayload.safeParse(rawPayload);
     if (!parsed.success) return { kind: 'ignore', reason: 'unexpected issue_comment payload' };

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { RunQueue, RunRecord } from '../queue/queue.js';
 import type { RunProgress, RunRequest, RunResult, SandboxKind } from '../runner/run-types.js';
 import { redactSecrets, registerSecret } from '../redact.js';
+import { FollowUpRefused, prepareFollowUp, publishFollowUp } from './follow-up.js';
 import { STATUS_COMMENT_NOTE, statusCommentId, triggerWords } from './intake.js';
 import type { IssueJob } from './job.js';
 import type { KeyedLock } from './keyed-lock.js';
@@ -13,6 +14,7 @@ import type { GitHubClient } from './octokit.js';
 import { renderPrBody } from './pr-body.js';
 import { type BotIdentity, type GitRunner, noreplyDomainFor, publishPatch } from './publish.js';
 import { RestBudget } from './rest-budget.js';
+import { evidenceOf, writePublishedAttempt } from './revision-record.js';
 import {
   describeResult,
   StatusReporter,
@@ -286,6 +288,9 @@ export class WorkerPool {
     };
     try {
       status.update({ kind: 'running', phase: 'clone' });
+      // A follow-up on the bot's pull request starts from its head, briefed with the feedback.
+      const followUp = job.review ? await prepareFollowUp(octokit, deps.queue, job) : undefined;
+      if (followUp && 'refused' in followUp) throw new FollowUpRefused(followUp.refused);
       let maxSteps: number | undefined;
       const onProgress = (event: RunProgress) => {
         if (event.kind === 'phase' && event.phase === 'agent' && event.timeoutMs !== undefined) {
@@ -317,6 +322,7 @@ export class WorkerPool {
           : undefined,
         issueText: job.issueText,
         extraGuidance: job.guidance,
+        ...followUp?.request,
         sandbox: deps.sandbox,
         outDir,
         signal,
@@ -349,12 +355,43 @@ export class WorkerPool {
         state = 'cancelled';
         outcome = 'cancelled';
       } else {
-        final = await this.#publish(job, record.id, result, octokit, mintToken, gitUrl, log);
-        state = final.kind === 'done' ? 'done' : 'failed';
-        outcome = final.kind === 'done' ? 'pull_request' : 'publish_failed';
+        final = followUp
+          ? await publishFollowUp({
+              brief: followUp,
+              job,
+              result,
+              octokit,
+              queue: deps.queue,
+              mintToken,
+              gitUrl,
+              workRoot: join(deps.dataDir, 'publish'),
+              bot: await deps.botIdentity(),
+              noreplyDomain: noreplyDomainFor(deps.gitBaseUrl),
+              trajectoryUrl:
+                deps.publicUrl && result.trajectoryPath
+                  ? runPageUrl(deps.publicUrl, record.id)
+                  : undefined,
+              canSpend: () => budget.remaining() > 1,
+              log,
+              git: deps.git,
+            }).catch((error: unknown) => {
+              log.warn({ err: error }, 'publishing the revision failed');
+              return publishFailure(error);
+            })
+          : await this.#publish(job, record.id, result, octokit, mintToken, gitUrl, log);
+        state = final.kind === 'done' || final.kind === 'revised' ? 'done' : 'failed';
+        outcome =
+          final.kind === 'done'
+            ? 'pull_request'
+            : final.kind === 'revised'
+              ? 'revision'
+              : 'publish_failed';
       }
     } catch (error) {
-      if (overdue) {
+      if (error instanceof FollowUpRefused) {
+        final = { kind: 'failed', reason: `no follow-up run: ${error.message}` };
+        outcome = 'follow_up_refused';
+      } else if (overdue) {
         if (error === overdue) log.error({ limitMs: overdue.limitMs }, 'overdue run did not stop');
         final = overdueStatus(overdue);
         outcome = 'timed_out';
@@ -375,6 +412,9 @@ export class WorkerPool {
       log.info({ restCalls: budget.used }, 'run interrupted by shutdown');
       deps.queue.addRestCalls(record.id, budget.spent);
       return;
+    }
+    if (job.review && (final.kind === 'failed' || final.kind === 'no-change')) {
+      final = { ...final, followUp: true };
     }
     await status.finish(final);
     log.info({ state, outcome, restCalls: budget.used }, 'run finished');
@@ -425,6 +465,18 @@ export class WorkerPool {
         }),
         log,
         git: deps.git,
+      });
+      // What a follow-up on this pull request needs to know (revision-record.ts).
+      writePublishedAttempt(deps.queue, issueKey(job), {
+        prNumber: published.prNumber,
+        branch: published.branch,
+        baseBranch: job.defaultBranch ?? 'main',
+        baseCommit: result.baseCommit,
+        head: published.commit,
+        issueTitle: job.issueTitle,
+        issueText: job.issueText,
+        revision: 1,
+        evidence: evidenceOf(result),
       });
       return {
         kind: 'done',

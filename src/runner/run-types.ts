@@ -21,6 +21,11 @@ export interface RunRequest {
   issueText: string;
   /** Extra guidance, e.g. the text after `/frognano retry`. */
   extraGuidance?: string;
+  /**
+   * A follow-up on a previous attempt (`revision` is that attempt): the task text is
+   * `task(git diff diffBase..revision)` instead of `issueText` (runner/follow-up-task.ts).
+   */
+  followUp?: { diffBase: string; task: (previousDiff: string) => string };
   sandbox: SandboxKind;
   /** Overrides of the repository configuration from the caller (CLI flags). */
   overrides?: { image?: string; maxSteps?: number; timeoutMinutes?: number };

@@ -205,6 +205,14 @@ export async function runPipeline(
     }
     result.baseCommit = workspace.baseCommit;
     const treeDir = workspace.treeDir;
+    let issueText = request.issueText;
+    if (request.followUp) {
+      try {
+        issueText = request.followUp.task(await workspace.diffFrom(request.followUp.diffBase));
+      } catch (error) {
+        return stop('clone_failed', errorText(error));
+      }
+    }
 
     let config: RepoConfig;
     try {
@@ -427,7 +435,7 @@ export async function runPipeline(
       runLeaf({
         model,
         sandbox: sandbox!,
-        task: taskText(request, config),
+        task: taskText({ ...request, issueText }, config),
         instanceId: request.instanceId,
         maxSteps,
         maxContextTokens: deps.maxContextTokens ?? DEFAULT_MAX_CONTEXT_TOKENS,

@@ -58,6 +58,8 @@ export interface Workspace {
     patch: string,
     options?: { setAside?: (path: string) => boolean },
   ): Promise<AppliedPatch>;
+  /** `git diff <base> <baseCommit>` as text (no external diff, no textconv): a previous attempt's change. */
+  diffFrom(base: string): Promise<string>;
   /** Removes the run directory. Idempotent. */
   dispose(): Promise<void>;
 }
@@ -205,6 +207,11 @@ export async function prepareWorkspace(options: PrepareWorkspaceOptions): Promis
       mirror: { dir: mirrorDir, reused },
       changesFromPatch: (patch, opts) =>
         changesFromPatch(tree, { dir: treeDir, env }, runDir, baseCommit, patch, opts?.setAside),
+      diffFrom: async (base) => {
+        const from = await revParse(tree, base);
+        if (!from) throw new CloneError(`the diff base ${base} is not in the repository`);
+        return tree.raw(['diff', '--no-ext-diff', '--no-textconv', '--no-color', from, baseCommit]);
+      },
       dispose: () => dispose(),
     };
   } catch (error) {
