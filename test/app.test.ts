@@ -66,7 +66,9 @@ describe('startApp without credentials', () => {
           /value='([^']*)'/.exec(page)?.[1] ??
           page;
         const decoded = manifest.replace(/&quot;/g, '"').replace(/&#34;/g, '"');
-        expect(decoded).toContain('"default_events":["issues","issue_comment"]');
+        expect(decoded).toContain(
+          '"default_events":["issues","issue_comment","pull_request_review","pull_request_review_comment"]',
+        );
         expect(decoded).toContain(
           '"default_permissions":{"contents":"write","issues":"write","pull_requests":"write","metadata":"read"}',
         );

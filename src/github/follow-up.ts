@@ -10,13 +10,13 @@ import type { IssueJob } from './job.js';
 import { inlineCode } from './markdown.js';
 import type { GitHubClient } from './octokit.js';
 import { renderRevision } from './pr-revisions.js';
+import { sanitizeCode } from './sanitize-issue-text.js';
 import type { BotIdentity, GitRunner } from './publish.js';
 import { publishRevision } from './publish-revision.js';
 import { type StatusState, verificationLine } from './status-comment.js';
 import {
   fetchPullRequest,
   fetchReviewThreads,
-  sanitizeCode,
   type FeedbackThread,
   type PullRequestState,
 } from './review-feedback.js';
@@ -49,11 +49,18 @@ export async function ownPullRequest(
   queue: Pick<RunQueue<unknown>, 'getNote'>,
   t: Target,
 ): Promise<OwnPullRequest> {
-  const pr = await fetchPullRequest(octokit, { owner: t.owner, repo: t.repo, number: t.issueNumber });
+  const pr = await fetchPullRequest(octokit, {
+    owner: t.owner,
+    repo: t.repo,
+    number: t.issueNumber,
+  });
   const issueNumber = issueNumberOfBranch(pr.headRef);
   const sameRepo = pr.headRepo?.toLowerCase() === `${t.owner}/${t.repo}`.toLowerCase();
   if (issueNumber === undefined || !sameRepo) return { ours: false, pr };
-  const attempt = readPublishedAttempt(queue, issueKey({ owner: t.owner, repo: t.repo, issueNumber }));
+  const attempt = readPublishedAttempt(
+    queue,
+    issueKey({ owner: t.owner, repo: t.repo, issueNumber }),
+  );
   if (!attempt || attempt.prNumber !== pr.number) return { ours: false, pr };
   return { ours: true, pr, issueNumber, attempt };
 }

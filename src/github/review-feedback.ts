@@ -5,7 +5,7 @@
 import type { FollowUpThread } from '../runner/follow-up-task.js';
 import { MAX_THREADS } from '../runner/follow-up-task.js';
 import type { GitHubClient } from './octokit.js';
-import { sanitizeIssueText } from './sanitize-issue-text.js';
+import { sanitizeCode, sanitizeIssueText } from './sanitize-issue-text.js';
 
 export interface PullRequestState {
   number: number;
@@ -131,17 +131,4 @@ export async function fetchReviewThreads(
     if (threads.length >= MAX_THREADS) break;
   }
   return threads;
-}
-
-/**
- * Code and paths (a diff hunk, the previous diff) go through the same sanitizer as issue text,
- * as the content of a fenced block: invisible and control characters go, the code stays as it
- * reads (HTML inside code renders literally, so none of it is hidden content).
- */
-export function sanitizeCode(text: string): string {
-  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
-  const fence = '`'.repeat(longest + 1);
-  const out = sanitizeIssueText(`${fence}\n${text}\n${fence}`);
-  const lines = out.split('\n');
-  return lines.slice(1, -1).join('\n');
 }

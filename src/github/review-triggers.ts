@@ -85,7 +85,8 @@ export function decideReviewTrigger(
 ): TriggerDecision | undefined {
   if (eventName === 'pull_request_review') {
     const parsed = PullRequestReviewPayload.safeParse(rawPayload);
-    if (!parsed.success) return { kind: 'ignore', reason: 'unexpected pull_request_review payload' };
+    if (!parsed.success)
+      return { kind: 'ignore', reason: 'unexpected pull_request_review payload' };
     const p = parsed.data;
     if (p.action !== 'submitted') return { kind: 'ignore', reason: `review.${p.action}` };
     const state = p.review.state.toLowerCase();

@@ -53,7 +53,8 @@ export function writePublishedAttempt(
 /** The test evidence of a run, in the words the status comment uses; none without a command. */
 export function evidenceOf(result: RunResult): PublishedAttempt['evidence'] {
   if (!result.testCommand) return undefined;
-  const words = (t: RunResult['verifyBefore']) => (t ? exitWords(t.exitCode, t.timedOut) : 'not run');
+  const words = (t: RunResult['verifyBefore']) =>
+    t ? exitWords(t.exitCode, t.timedOut) : 'not run';
   return {
     command: result.testCommand.command,
     before: words(result.verifyBefore),

@@ -101,6 +101,15 @@ export function sanitizeIssueText(text: string): string {
     .trim();
 }
 
+/**
+ * Code from a pull request (a diff hunk, a previous diff, a path) treated as issue text treats
+ * code: it renders literally, so nothing in it is hidden markup, but invisible and control
+ * characters (Trojan Source, ASCII smuggling) go. Whitespace is kept: it is part of a diff.
+ */
+export function sanitizeCode(text: string): string {
+  return text.replace(/\r\n?/g, '\n').replace(INVISIBLE_RE, '');
+}
+
 /** A replacement of `source.slice(start, end)`. */
 interface Edit {
   start: number;

@@ -64,7 +64,7 @@ export function followUpTask(input: FollowUpInput): string {
   const request = input.request.trim();
   parts.push(
     request === ''
-      ? 'The reviewer\'s feedback is in the review comments below.'
+      ? "The reviewer's feedback is in the review comments below."
       : `The reviewer's feedback:\n\n${request}`,
   );
   const threads = input.threads.slice(0, MAX_THREADS);
