@@ -336,3 +336,166 @@ describe('follow-up on the draft pull request', () => {
     expect(review!.restCalls).toBeLessThanOrEqual(REST_CALLS_PER_RUN);
   }, 60_000);
 });
+
+/** A maintainer's own commit on the bot's branch, pushed while the follow-up runs. */
+function humanPush(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'frognano-human-'));
+  try {
+    const run = (...args: string[]) =>
+      execFileSync('git', args, { cwd: dir, encoding: 'utf8' }).trim();
+    run('clone', '-q', '--branch', 'frognano/issue-1', harness!.bare, '.');
+    writeFileSync(join(dir, 'NOTES.md'), 'A human was here.\n');
+    run('add', 'NOTES.md');
+    run('-c', 'user.name=Human', '-c', 'user.email=human@example.com', 'commit', '-qm', 'Notes');
+    run('push', '-q', 'origin', 'HEAD:refs/heads/frognano/issue-1');
+    return run('rev-parse', 'HEAD');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe('follow-up guards', () => {
+  it('a comment on the PR starts a follow-up; a push made meanwhile is not overwritten', async () => {
+    let humanCommit = '';
+    const pushThenEdit: ScriptStep = () => {
+      humanCommit = humanPush();
+      return toolCall('Edit', {
+        file_path: 'calc.py',
+        old_string: 'def add(a, b):\n',
+        new_string: 'def add(a, b):\n    """Return a + b."""\n',
+      });
+    };
+    const first = await firstAttempt([pushThenEdit, finalAnswer('Documented add().')]);
+    const firstRunRequests = harness!.model!.chatRequests.length;
+    mockFollowUp(first, { publish: false });
+    const payload = pullCommentPayload({ sender: maintainer, body: '/frognano document add()' });
+    expect(await harness!.deliver('issue_comment', payload)).toBe(200);
+    await harness!.app.intake!.idle();
+    await harness!.app.workers!.idle();
+
+    const review = harness!.app.queue!.list().find((r) => r.key.endsWith('#7'));
+    expect(review).toMatchObject({ state: 'failed', outcome: 'publish_failed' });
+    const task = String(
+      harness!.model!.chatRequests[firstRunRequests]!.body!.messages![1]!.content,
+    );
+    expect(task).toContain("The reviewer's feedback:\n\ndocument add()");
+    // The human's commit stands; nothing of the bot's was pushed over or after it.
+    expect(humanCommit).toMatch(/^[0-9a-f]{40}$/);
+    expect(branchHead()).toBe(humanCommit);
+    expect(git('rev-parse', `${humanCommit}^`).trim()).toBe(first.head);
+    const status = first.gh.statusBodies.at(-1) ?? '';
+    expect(status).toContain('someone pushed to `frognano/issue-1` after this run started');
+    expect(status).toContain(`it is now at \`${humanCommit.slice(0, 12)}\``);
+    expect(status).toContain('nothing was pushed');
+    expect(status).toContain('Comment `/frognano <what to change>` on this pull request');
+    // The reaction went on the triggering PR comment.
+    expect(first.gh.calls).toContain(`POST ${REPO_PATH}/issues/comments/4242/reactions`);
+  }, 60_000);
+
+  it("an outsider's /frognano on the PR gets no run, and a PR the App did not open gets one polite line", async () => {
+    const gh = newGitHubMock();
+    mockGitHub({ permission: false, reactions: false }, gh);
+    gh.intercept({
+      method: 'GET',
+      path: `${REPO_PATH}/collaborators/outsider/permission`,
+      status: 200,
+      reply: () => ({ permission: 'read', role_name: 'triage' }),
+    });
+    gh.intercept({
+      method: 'GET',
+      path: `${REPO_PATH}/collaborators/Codertocat/permission`,
+      status: 200,
+      reply: () => ({ permission: 'admin', role_name: 'admin' }),
+    });
+    mockPlainComments(gh, 7);
+    mockPlainComments(gh, 9);
+    gh.intercept({
+      method: 'GET',
+      path: `${REPO_PATH}/pulls/9`,
+      status: 200,
+      reply: () => ({
+        number: 9,
+        title: 'A human change',
+        state: 'open',
+        draft: false,
+        body: '',
+        head: { ref: 'feature', sha: 'a'.repeat(40), repo: { full_name: `${OWNER}/${REPO}` } },
+        base: { ref: 'master' },
+        user: { login: 'Codertocat', type: 'User' },
+      }),
+    });
+    harness = await startHarness({ script: [] });
+
+    const outsider = pullCommentPayload({
+      sender: { login: 'outsider', id: 99 },
+      body: '/frognano rewrite everything',
+    });
+    expect(await harness.deliver('issue_comment', outsider)).toBe(200);
+    const foreign = reviewPayload({ sender: maintainer, prNumber: 9, headRef: 'feature' });
+    expect(await harness.deliver('pull_request_review', foreign)).toBe(200);
+    await harness.app.intake!.idle();
+    await harness.app.workers!.idle();
+
+    expect(harness.app.queue!.list().filter((r) => r.state !== 'cancelled')).toEqual([]);
+    expect(harness.model!.chatRequests).toEqual([]);
+    expect(gh.comments).toEqual(
+      expect.arrayContaining([
+        'Sorry @outsider, only people with write access to this repository can start or cancel frognano runs.',
+        'Sorry @Codertocat, frognano only revises the draft pull requests it opened for an issue, and this pull request is not one of them.',
+      ]),
+    );
+    expect(gh.comments).toHaveLength(2);
+  }, 60_000);
+
+  it('an inline /frognano review comment starts a follow-up; /frognano cancel on the PR stops it', async () => {
+    let reached!: () => void;
+    const reachedModel = new Promise<void>((r) => (reached = r));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const held: ScriptStep = async () => {
+      reached();
+      await released;
+      return finalAnswer('Stopped.');
+    };
+    const first = await firstAttempt([held], (gh) => {
+      mockGitHub({}, gh);
+      gh.intercept({
+        method: 'POST',
+        path: `${REPO_PATH}/pulls/comments/5151/reactions`,
+        status: 201,
+        reply: (body) => {
+          gh.reactions.push(`review-comment:${String(body.content)}`);
+          return { id: 1 };
+        },
+      });
+    });
+    const now = Date.now();
+    mockFollowUp(first, { publish: false, threads: threads(now).slice(0, 1) });
+    const inline = reviewCommentPayload({
+      sender: maintainer,
+      body: '/frognano use the docstring style of the project',
+      at: new Date(now).toISOString(),
+    });
+    expect(await harness!.deliver('pull_request_review_comment', inline)).toBe(200);
+    await reachedModel;
+    expect(first.gh.reactions).toContain('review-comment:eyes');
+
+    // One active run per PR: a second request gets today's "in progress" answer.
+    mockPlainComments(first.gh, 7);
+    const again = pullCommentPayload({ sender: maintainer, body: '/frognano and more' });
+    expect(await harness!.deliver('issue_comment', again)).toBe(200);
+    await harness!.app.intake!.idle();
+    expect(first.gh.comments.at(-1)).toContain('a run for this issue is already running');
+
+    const cancel = pullCommentPayload({ sender: maintainer, body: '/frognano cancel' });
+    expect(await harness!.deliver('issue_comment', cancel)).toBe(200);
+    await harness!.app.intake!.idle();
+    release();
+    await harness!.app.workers!.idle();
+
+    const review = harness!.app.queue!.list().find((r) => r.key.endsWith('#7'));
+    expect(review).toMatchObject({ state: 'cancelled' });
+    expect(branchHead()).toBe(first.head);
+    expect(first.gh.statusBodies.at(-1)).toContain('cancelled');
+  }, 60_000);
+});
