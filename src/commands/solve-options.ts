@@ -23,12 +23,21 @@ export const SolveOptions = z
     maxSteps: positiveInt('--max-steps').optional(),
     timeoutMinutes: positiveInt('--timeout-minutes').optional(),
     revision: z.string().min(1).optional(),
+    feedbackFile: z.string().min(1).optional(),
+    base: z.string().min(1).optional(),
   })
   .refine((o) => (o.issueFile === undefined) !== (o.issue === undefined), {
     message: 'give the task with exactly one of --issue-file <file> or --issue <text>',
   })
   .refine((o) => o.issue === undefined || o.issue.trim() !== '', {
     message: '--issue is empty: describe the problem to solve',
+  })
+  .refine((o) => o.feedbackFile === undefined || o.revision !== undefined, {
+    message:
+      '--feedback-file needs --revision <branch>: the previous attempt the feedback is about',
+  })
+  .refine((o) => o.base === undefined || o.feedbackFile !== undefined, {
+    message: '--base only goes with --feedback-file (the previous attempt is diffed against it)',
   });
 export type SolveOptions = z.infer<typeof SolveOptions>;
 

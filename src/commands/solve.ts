@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { loadProcessConfig } from '../config.js';
 import { createLogger } from '../log.js';
 import { checkModelEndpoint } from '../leaf/openai-model.js';
+import { followUpTask } from '../runner/follow-up-task.js';
 import { runPipeline } from '../runner/run.js';
 import type { RunProgress, RunResult } from '../runner/run-types.js';
 import { assertDockerReachable, connectDocker } from '../sandbox/docker-engine.js';
@@ -44,6 +45,8 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
   const config = loadProcessConfig(io.env);
   const sandbox = options.sandbox ?? config.FROGNANO_SANDBOX;
   const issueText = await readIssueText(options);
+  const feedback =
+    options.feedbackFile === undefined ? undefined : await readFeedback(options.feedbackFile);
   const repo = await resolveRepo(options.repo);
   const modelConfig = modelConfigFrom(config, { baseUrl: options.modelUrl, model: options.model });
 
@@ -76,6 +79,22 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
       repo,
       revision: options.revision,
       issueText,
+      // A follow-up, as the App runs one on a review: the previous attempt is --revision.
+      ...(feedback !== undefined
+        ? {
+            followUp: {
+              diffBase: options.base ?? 'HEAD',
+              task: (previousDiff: string) =>
+                followUpTask({
+                  issueText,
+                  branch: options.revision,
+                  previousDiff,
+                  request: feedback,
+                  threads: [],
+                }),
+            },
+          }
+        : {}),
       sandbox,
       overrides: {
         image: options.image,
@@ -151,6 +170,18 @@ async function readIssueText(options: { issueFile?: string; issue?: string }): P
   }
   if (text.trim() === '')
     throw new UsageError(`--issue-file ${file} is empty: describe the problem to solve`);
+  return text.trim();
+}
+
+async function readFeedback(file: string): Promise<string> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch {
+    throw new UsageError(`cannot read --feedback-file ${file}: check the path`);
+  }
+  if (text.trim() === '')
+    throw new UsageError(`--feedback-file ${file} is empty: write what to change`);
   return text.trim();
 }
 

@@ -58,7 +58,10 @@ export interface Workspace {
     patch: string,
     options?: { setAside?: (path: string) => boolean },
   ): Promise<AppliedPatch>;
-  /** `git diff <base> <baseCommit>` as text (no external diff, no textconv): a previous attempt's change. */
+  /**
+   * `git diff <base>...<baseCommit>` as text (no external diff, no textconv): a previous
+   * attempt's change since it left `base` (a commit, branch or tag of the source).
+   */
   diffFrom(base: string): Promise<string>;
   /** Removes the run directory. Idempotent. */
   dispose(): Promise<void>;
@@ -208,9 +211,17 @@ export async function prepareWorkspace(options: PrepareWorkspaceOptions): Promis
       changesFromPatch: (patch, opts) =>
         changesFromPatch(tree, { dir: treeDir, env }, runDir, baseCommit, patch, opts?.setAside),
       diffFrom: async (base) => {
-        const from = await revParse(tree, base);
+        // Branch names live in the mirror (the working clone keeps only the objects).
+        const from = base.startsWith('-') ? undefined : await revParse(git(mirrorDir), base);
         if (!from) throw new CloneError(`the diff base ${base} is not in the repository`);
-        return tree.raw(['diff', '--no-ext-diff', '--no-textconv', '--no-color', from, baseCommit]);
+        // Three dots: the change since the branch left the base, however far the base moved on.
+        return tree.raw([
+          'diff',
+          '--no-ext-diff',
+          '--no-textconv',
+          '--no-color',
+          `${from}...${baseCommit}`,
+        ]);
       },
       dispose: () => dispose(),
     };
