@@ -107,21 +107,24 @@ export function withRevision(body: string, section: Section): string {
   const earlier = at >= 0 ? parseSections(body.slice(at)) : [];
   const all = [section, ...earlier.filter((s) => s.n !== section.n)].sort((a, b) => b.n - a.n);
   for (let keep = all.length; keep >= 1; keep--) {
-    const out = render(top, all.slice(0, keep), all.length - keep);
+    const out = render(top, all.slice(0, keep));
     if (out.length <= BODY_BUDGET) return out;
   }
   // Only the newest section and a cut top fit.
-  const tailPart = renderRevisions([section], all.length - 1);
+  const tailPart = renderRevisions([section]);
   const note = '\n\n_(The first run’s description was cut to fit GitHub’s size limit.)_\n\n';
   const room = Math.max(0, BODY_BUDGET - tailPart.length - note.length);
   return (top.slice(0, room) + note + tailPart).slice(0, BODY_BUDGET);
 }
 
-function render(top: string, sections: Section[], dropped: number): string {
-  return `${top}\n\n${renderRevisions(sections, dropped)}`;
+function render(top: string, sections: Section[]): string {
+  return `${top}\n\n${renderRevisions(sections)}`;
 }
 
-function renderRevisions(sections: Section[], dropped: number): string {
+function renderRevisions(sections: Section[]): string {
+  // Revisions are numbered from 2 (the first attempt is 1): those below the oldest shown went
+  // to make room, now or at an earlier revision.
+  const dropped = Math.max(0, Math.min(...sections.map((s) => s.n)) - 2);
   const out = [REVISIONS_MARKER, '## Revisions'];
   sections.forEach((s, i) => {
     const inner = `${startMarker(s.n)}\n${s.text}\n${endMarker(s.n)}`;
