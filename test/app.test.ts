@@ -262,7 +262,8 @@ describe('triggers through probot.receive()', () => {
       },
       {
         name: 'issue_comment',
-        payload: commentPayload({ body: '/frognano retry', pullRequest: true }),
+        // On a pull request, only `/frognano …` at the start is a (follow-up) command.
+        payload: commentPayload({ body: 'nice, /frognano retry later', pullRequest: true }),
       },
       {
         name: 'issue_comment',

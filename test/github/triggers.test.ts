@@ -74,16 +74,18 @@ describe('decideTrigger', () => {
     expect(cancel).toMatchObject({ kind: 'cancel', commentId: 4242 });
   });
 
-  it('ignores edited comments, ordinary comments and comments on pull requests', () => {
+  it('ignores edited comments, ordinary comments and non-commands on pull requests', () => {
     expect(decideTrigger('issue_comment', commentPayload({ action: 'edited' }), opts).kind).toBe(
       'ignore',
     );
     expect(decideTrigger('issue_comment', commentPayload({ body: 'LGTM' }), opts).kind).toBe(
       'ignore',
     );
-    expect(decideTrigger('issue_comment', commentPayload({ pullRequest: true }), opts).kind).toBe(
-      'ignore',
-    );
+    // `/frognano …` on a pull request is a follow-up (review-triggers.test.ts).
+    expect(
+      decideTrigger('issue_comment', commentPayload({ pullRequest: true, body: 'LGTM' }), opts)
+        .kind,
+    ).toBe('ignore');
     expect(decideTrigger('issues', labeledPayload({ pullRequest: true }), opts).kind).toBe(
       'ignore',
     );
