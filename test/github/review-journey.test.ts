@@ -392,6 +392,26 @@ describe('follow-up guards', () => {
     expect(first.gh.calls).toContain(`POST ${REPO_PATH}/issues/comments/4242/reactions`);
   }, 60_000);
 
+  it('a follow-up that changes nothing pushes no commit and says why on the PR', async () => {
+    const first = await firstAttempt([finalAnswer('The code is already documented enough.')]);
+    const now = Date.now();
+    mockFollowUp(first, { publish: false, threads: threads(now).slice(0, 1) });
+    const payload = reviewPayload({ sender: maintainer, at: new Date(now).toISOString() });
+    expect(await harness!.deliver('pull_request_review', payload)).toBe(200);
+    await harness!.app.intake!.idle();
+    await harness!.app.workers!.idle();
+
+    expect(harness!.app.queue!.list().find((r) => r.key.endsWith('#7'))).toMatchObject({
+      state: 'done',
+      outcome: 'no_change',
+    });
+    expect(branchHead()).toBe(first.head);
+    const status = first.gh.statusBodies.at(-1) ?? '';
+    expect(status).toContain('no new commit: the model finished without changing any file.');
+    expect(status).toContain('The code is already documented enough.');
+    expect(status).toContain('Comment `/frognano <what to change>` on this pull request');
+  }, 60_000);
+
   it("an outsider's /frognano on the PR gets no run, and a PR the App did not open gets one polite line", async () => {
     const gh = newGitHubMock();
     mockGitHub({ permission: false, reactions: false }, gh);
