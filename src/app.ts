@@ -16,6 +16,7 @@ import type { Logger } from 'pino';
 import { loadProcessConfig } from './config.js';
 import { modelConfigFrom } from './commands/model-config-from.js';
 import { createLogger } from './log.js';
+import { countDelivery, createMetrics, metricsHandler, type Metrics } from './metrics/index.js';
 import { connectDocker } from './sandbox/docker-engine.js';
 import { RunQueue } from './queue/queue.js';
 import { reap } from './sandbox/reap.js';
@@ -63,6 +64,8 @@ export interface RunningApp {
   queue?: RunQueue<IssueJob>;
   intake?: Intake;
   workers?: WorkerPool;
+  /** Prometheus metrics; `/metrics` on the HTTP server (serve, all), `frognano worker` serves its own. */
+  metrics?: Metrics;
   /** Stops the server and the workers; runs in flight are left for the next start to requeue. */
   stop(): Promise<void>;
 }
@@ -73,6 +76,8 @@ export interface FrognanoAppDeps {
   log: Logger;
   /** Serve `/frognano/runs/<id>/trajectory.json` from here (when a public URL is configured). */
   trajectoriesFrom?: string;
+  /** Counted here, and served at `/metrics`. */
+  metrics?: Metrics;
 }
 
 /** The Probot application function: subscribe, filter, record. */
@@ -82,14 +87,17 @@ export function frognanoApp(deps: FrognanoAppDeps): ApplicationFunction {
       const decision = decideTrigger(context.name, context.payload, { label: deps.label });
       if (decision.kind === 'ignore') {
         deps.log.debug({ deliveryId: context.id, reason: decision.reason }, 'webhook ignored');
+        countDelivery(deps.metrics, 'ignored', decision.kind);
         return;
       }
       const outcome = deps.intake.accept(context.id, decision);
+      countDelivery(deps.metrics, outcome, decision.kind);
       deps.log.info({ deliveryId: context.id, kind: decision.kind, outcome }, 'webhook accepted');
     };
     app.on('issues.labeled', handle);
     app.on('issue_comment.created', handle);
     if (deps.trajectoriesFrom) addHandler(trajectoryHandler(deps.trajectoriesFrom));
+    if (deps.metrics) addHandler(metricsHandler(deps.metrics, deps.log));
   };
 }
 
@@ -154,6 +162,12 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     dataDir: config.dataDir,
     concurrency: config.concurrency,
   });
+  const metrics = createMetrics({
+    queueDepth: () => ({
+      queued: queue.list('queued').length,
+      running: queue.list('running').length,
+    }),
+  });
   const lock = new KeyedLock();
   const probotForAuth = new ProbotWithDefaults();
   const auth = (installationId: number) =>
@@ -205,6 +219,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       publicUrl: config.publicUrl,
       pollMs: options.pollMs,
       git: options.git,
+      metrics,
     });
     const reapOrphans =
       options.reapOrphans ??
@@ -242,6 +257,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       intake,
       log,
       trajectoriesFrom: config.publicUrl ? config.dataDir : undefined,
+      metrics,
     });
     await server.load((app, appOptions) => {
       probot = app;
@@ -261,6 +277,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     queue,
     intake,
     workers,
+    metrics,
     async stop() {
       // Idle keep-alive connections would hold close() open until they time out.
       const closing = server?.stop();

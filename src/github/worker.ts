@@ -4,6 +4,13 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { RunQueue, RunRecord } from '../queue/queue.js';
+import {
+  countRunResult,
+  type Metrics,
+  type RunClock,
+  startPhaseClock,
+  startRunClock,
+} from '../metrics/index.js';
 import type { RunProgress, RunRequest, RunResult, SandboxKind } from '../runner/run-types.js';
 import { redactSecrets, registerSecret } from '../redact.js';
 import { STATUS_COMMENT_NOTE, statusCommentId, triggerWords } from './intake.js';
@@ -47,6 +54,7 @@ export interface WorkerDeps {
   /** How often workers look for queued runs and cancel flags (other processes may write them). */
   pollMs?: number;
   git?: GitRunner;
+  metrics?: Metrics;
 }
 
 /** REST calls kept back for the push (token), PR lookup/create, review request and final status. */
@@ -85,9 +93,11 @@ export class WorkerPool {
     for (let run = this.deps.queue.claim(); run; run = this.deps.queue.claim()) {
       const claimed = run;
       const controller = new AbortController();
-      const done = this.#process(claimed, controller.signal)
+      const clock = startRunClock(this.deps.metrics);
+      const done = this.#process(claimed, controller.signal, clock)
         .catch((error: unknown) => {
           this.deps.log.error({ err: error, runId: claimed.id }, 'run crashed');
+          clock.finish('failed', 'internal_error');
           this.deps.queue.finish(claimed.id, 'failed', {
             outcome: 'internal_error',
             summary: String(error),
@@ -209,7 +219,7 @@ export class WorkerPool {
     });
   }
 
-  async #process(record: RunRecord<IssueJob>, signal: AbortSignal): Promise<void> {
+  async #process(record: RunRecord<IssueJob>, signal: AbortSignal, clock: RunClock): Promise<void> {
     const { deps } = this;
     const job = record.job;
     const log = deps.log.child({
@@ -237,10 +247,12 @@ export class WorkerPool {
     let final: StatusState;
     let state: 'done' | 'failed' | 'cancelled' = 'failed';
     let outcome: string;
+    const phases = startPhaseClock(deps.metrics);
     try {
       status.update({ kind: 'running', phase: 'clone' });
       let maxSteps: number | undefined;
       const onProgress = (event: RunProgress) => {
+        phases.progress(event);
         if (event.kind === 'phase') {
           status.update({
             kind: 'running',
@@ -272,6 +284,8 @@ export class WorkerPool {
         signal,
         onProgress,
       });
+      phases.end();
+      countRunResult(deps.metrics, deps.sandbox, result);
       outcome = result.outcome;
       const refusal =
         signal.aborted && result.outcome !== 'completed'
@@ -295,6 +309,7 @@ export class WorkerPool {
       }
     } catch (error) {
       log.error({ err: error }, 'run failed unexpectedly');
+      phases.end();
       final = {
         kind: 'failed',
         reason: `an internal error stopped the run: ${redactSecrets(error instanceof Error ? error.message : String(error))}`,
@@ -305,11 +320,13 @@ export class WorkerPool {
       // Shutdown, not a cancel: the record stays `running`, so the next start requeues it once.
       await status.finish({ kind: 'interrupted' });
       log.info({ restCalls: budget.used }, 'run interrupted by shutdown');
+      clock.finish('interrupted', 'interrupted');
       deps.queue.addRestCalls(record.id, budget.spent);
       return;
     }
     await status.finish(final);
     log.info({ state, outcome, restCalls: budget.used }, 'run finished');
+    clock.finish(state, outcome);
     deps.queue.addRestCalls(record.id, budget.spent);
     deps.queue.finish(record.id, state, { outcome, summary: final.kind });
   }
