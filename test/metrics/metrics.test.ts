@@ -28,7 +28,8 @@ const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   await harness?.stop();
   harness = undefined;
-  for (const c of cleanups.splice(0)) await c();
+  // Last in, first out: what was started later depends on what was started before it.
+  for (const c of cleanups.splice(0).reverse()) await c();
 });
 
 const maintainer = { login: 'Codertocat', id: 21031067 };
@@ -142,6 +143,57 @@ describe('/metrics on the App server', () => {
     expect(value('frognano_model_requests_total')).toBe(harness.model!.chatRequests.length);
     expect(value('frognano_model_requests_total')).toBe(2);
     expect(value('frognano_sandbox_starts_total', { kind: 'local', snapshot: 'miss' })).toBe(1);
+  });
+});
+
+describe('frognano serve + frognano worker: each its own /metrics', () => {
+  it('the server counts the delivery, the worker the run, both see the shared queue', async () => {
+    const serve = await startHarness({
+      mode: 'serve',
+      script: [
+        finalAnswer('Nothing to change.', { usage: { prompt_tokens: 90, completion_tokens: 7 } }),
+      ],
+    });
+    cleanups.push(() => serve.stop());
+    const gh = mockGitHub();
+    mockStatusComment(gh);
+    const worker = await startHarness({
+      mode: 'worker',
+      root: serve.root,
+      dataDir: serve.dataDir,
+      model: serve.model,
+    });
+    cleanups.push(() => worker.app.stop());
+    const workerMetrics = await startMetricsServer(worker.app.metrics!, {
+      port: 0,
+      host: '127.0.0.1',
+    });
+    cleanups.push(() => workerMetrics.close());
+
+    expect(await serve.deliver('issues', labeledPayload({ sender: maintainer }), 'split-m')).toBe(
+      200,
+    );
+    await serve.app.intake!.idle();
+    await waitFor(() => worker.app.queue!.list()[0]?.state === 'done', 'the worker to finish');
+
+    const atServe = (await scrape(serve.url)).exposition;
+    const atWorker = (await scrape(workerMetrics.url)).exposition;
+    expect(
+      sampleValue(atServe, 'frognano_webhook_deliveries_total', { decision: 'accepted' }),
+    ).toBe(1);
+    expect(sampleValue(atWorker, 'frognano_webhook_deliveries_total')).toBeUndefined();
+    expect(sampleValue(atServe, 'frognano_runs_finished_total')).toBeUndefined();
+    expect(
+      sampleValue(atWorker, 'frognano_runs_finished_total', {
+        state: 'done',
+        outcome: 'no_change',
+      }),
+    ).toBe(1);
+    expect(sampleValue(atWorker, 'frognano_model_tokens_total', { kind: 'prompt' })).toBe(90);
+    for (const page of [atServe, atWorker]) {
+      expect(sampleValue(page, 'frognano_queue_runs', { state: 'queued' })).toBe(0);
+      expect(sampleValue(page, 'frognano_queue_runs', { state: 'running' })).toBe(0);
+    }
   });
 });
 
