@@ -146,6 +146,47 @@ describe('/metrics on the App server', () => {
   });
 });
 
+describe('a run stopped by a shutdown', () => {
+  it('is counted finished as interrupted, and the closed queue drops out of the page', async () => {
+    let reachedModel!: () => void;
+    const reached = new Promise<void>((r) => (reachedModel = r));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const gh = mockGitHub();
+    mockStatusComment(gh);
+    harness = await startHarness({
+      script: [
+        async () => {
+          reachedModel();
+          await released;
+          return finalAnswer('Nothing to change.');
+        },
+      ],
+    });
+    expect(await harness.deliver('issues', labeledPayload({ sender: maintainer }), 'm-stop')).toBe(
+      200,
+    );
+    await harness.app.intake!.idle();
+    await reached;
+    const metrics = harness.app.metrics!;
+    const stopping = harness;
+    harness = undefined;
+    await stopping.stop();
+    release();
+
+    const page = parseExposition(await metrics.scrape());
+    expect(
+      sampleValue(page, 'frognano_runs_finished_total', {
+        state: 'interrupted',
+        outcome: 'interrupted',
+      }),
+    ).toBe(1);
+    expect(sampleValue(page, 'frognano_runs_running')).toBe(0);
+    expect(sampleValue(page, 'frognano_queue_runs', { state: 'running' })).toBeUndefined();
+    expect(gh.statusBodies.at(-1)).toContain('interrupted');
+  });
+});
+
 describe('frognano serve + frognano worker: each its own /metrics', () => {
   it('the server counts the delivery, the worker the run, both see the shared queue', async () => {
     const serve = await startHarness({
