@@ -143,7 +143,7 @@ describe('/metrics on the App server', () => {
     expect(value('frognano_model_requests_total')).toBe(harness.model!.chatRequests.length);
     expect(value('frognano_model_requests_total')).toBe(2);
     expect(value('frognano_sandbox_starts_total', { kind: 'local', snapshot: 'miss' })).toBe(1);
-  });
+  }, 90_000);
 });
 
 describe('a run stopped by a shutdown', () => {
@@ -184,7 +184,7 @@ describe('a run stopped by a shutdown', () => {
     expect(sampleValue(page, 'frognano_runs_running')).toBe(0);
     expect(sampleValue(page, 'frognano_queue_runs', { state: 'running' })).toBeUndefined();
     expect(gh.statusBodies.at(-1)).toContain('interrupted');
-  });
+  }, 90_000);
 });
 
 describe('frognano serve + frognano worker: each its own /metrics', () => {
@@ -235,7 +235,7 @@ describe('frognano serve + frognano worker: each its own /metrics', () => {
       expect(sampleValue(page, 'frognano_queue_runs', { state: 'queued' })).toBe(0);
       expect(sampleValue(page, 'frognano_queue_runs', { state: 'running' })).toBe(0);
     }
-  });
+  }, 90_000);
 });
 
 describe('the metrics registry', () => {
@@ -338,7 +338,11 @@ describe('frognano worker (a process)', () => {
   it('stays up, serves /metrics and /ping on FROGNANO_METRICS_PORT, and exits 0 on SIGTERM', async () => {
     const port = await freePort();
     const worker = spawnWorker(port);
-    await waitFor(() => worker.output().includes('frognano-bot started'), 'the worker to start');
+    await waitFor(
+      () => worker.output().includes('frognano-bot started'),
+      'the worker to start',
+      60_000,
+    );
     expect(worker.output()).toContain(`http://127.0.0.1:${port}`);
     await new Promise((r) => setTimeout(r, 3000));
     expect(worker.child.exitCode, worker.output()).toBeNull();
@@ -352,15 +356,19 @@ describe('frognano worker (a process)', () => {
 
     worker.child.kill('SIGTERM');
     expect(await worker.exited).toEqual({ code: 0, signal: null });
-  });
+  }, 90_000);
 
   it('stays up with the metrics server off (FROGNANO_METRICS_PORT=0) until SIGTERM', async () => {
     const worker = spawnWorker(0);
-    await waitFor(() => worker.output().includes('frognano-bot started'), 'the worker to start');
+    await waitFor(
+      () => worker.output().includes('frognano-bot started'),
+      'the worker to start',
+      60_000,
+    );
     await new Promise((r) => setTimeout(r, 3000));
     expect(worker.child.exitCode, worker.output()).toBeNull();
     expect(worker.output()).not.toContain('"metrics"');
     worker.child.kill('SIGTERM');
     expect(await worker.exited).toEqual({ code: 0, signal: null });
-  });
+  }, 90_000);
 });
