@@ -334,7 +334,7 @@ describe('follow-up on the draft pull request', () => {
     const calls = gh.calls.slice(callsBefore);
     expect(calls.length, calls.join('\n')).toBeLessThanOrEqual(REST_CALLS_PER_RUN);
     expect(review!.restCalls).toBeLessThanOrEqual(REST_CALLS_PER_RUN);
-  }, 60_000);
+  }, 180_000);
 });
 
 /** A maintainer's own commit on the bot's branch, pushed while the follow-up runs. */
@@ -390,7 +390,7 @@ describe('follow-up guards', () => {
     expect(status).toContain('Comment `/frognano <what to change>` on this pull request');
     // The reaction went on the triggering PR comment.
     expect(first.gh.calls).toContain(`POST ${REPO_PATH}/issues/comments/4242/reactions`);
-  }, 60_000);
+  }, 180_000);
 
   it('a follow-up that changes nothing pushes no commit and says why on the PR', async () => {
     const first = await firstAttempt([finalAnswer('The code is already documented enough.')]);
@@ -410,7 +410,7 @@ describe('follow-up guards', () => {
     expect(status).toContain('no new commit: the model finished without changing any file.');
     expect(status).toContain('The code is already documented enough.');
     expect(status).toContain('Comment `/frognano <what to change>` on this pull request');
-  }, 60_000);
+  }, 180_000);
 
   it("an outsider's /frognano on the PR gets no run, and a PR the App did not open gets one polite line", async () => {
     const gh = newGitHubMock();
@@ -465,7 +465,7 @@ describe('follow-up guards', () => {
       ]),
     );
     expect(gh.comments).toHaveLength(2);
-  }, 60_000);
+  }, 180_000);
 
   it('an inline /frognano review comment starts a follow-up; /frognano cancel on the PR stops it', async () => {
     let reached!: () => void;
@@ -517,5 +517,5 @@ describe('follow-up guards', () => {
     expect(review).toMatchObject({ state: 'cancelled' });
     expect(branchHead()).toBe(first.head);
     expect(first.gh.statusBodies.at(-1)).toContain('cancelled');
-  }, 60_000);
+  }, 180_000);
 });
