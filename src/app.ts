@@ -24,7 +24,7 @@ import { loadAppConfig, type AppConfig } from './github/app-config.js';
 import { Intake } from './github/intake.js';
 import type { IssueJob } from './github/job.js';
 import { KeyedLock } from './github/keyed-lock.js';
-import type { GitHubClient } from './github/octokit.js';
+import { appOctokit, type GitHubClient } from './github/octokit.js';
 import {
   type BotIdentity,
   type GitRunner,
@@ -47,7 +47,10 @@ export interface StartAppOptions {
   /** Removes containers and work directories of dead runs (default: the Docker reaper). */
   reapOrphans?: (liveRunIds: string[]) => Promise<void>;
   git?: GitRunner;
-  /** Octokit class for GitHub calls (tests tune retries); default Probot's, throttling and retry on. */
+  /**
+   * Octokit class for GitHub calls (tests shorten delays); default `appOctokit`: Probot's, with
+   * retry on and rate limits retried as GitHub asks.
+   */
   Octokit?: typeof ProbotOctokit;
   pollMs?: number;
 }
@@ -148,7 +151,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     secret: webhookSecret,
     baseUrl: config.apiBaseUrl,
     log,
-    Octokit: options.Octokit,
+    Octokit: options.Octokit ?? appOctokit(log),
   });
   const queue = RunQueue.open<IssueJob>({
     dataDir: config.dataDir,
@@ -172,14 +175,20 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
           logger: log,
           handleSignals: false,
         }));
+    // Asked once per process; a failed attempt is forgotten so the next run asks again.
     let identity: Promise<BotIdentity> | undefined;
-    const botIdentity = () => {
+    let identityKnown = config.botIdentity !== undefined;
+    const botIdentity = (installation: GitHubClient, countAppCall: () => void) => {
       if (config.botIdentity) return Promise.resolve(config.botIdentity);
-      identity ??= probotForAuth
-        .auth()
-        .then((appOctokit) =>
-          resolveBotIdentity(appOctokit as GitHubClient, noreplyDomainFor(config.gitBaseUrl)),
+      identity ??= probotForAuth.auth().then(async (appOctokit) => {
+        countAppCall();
+        const resolved = await resolveBotIdentity(
+          { app: appOctokit as GitHubClient, installation },
+          noreplyDomainFor(config.gitBaseUrl),
         );
+        identityKnown = true;
+        return resolved;
+      });
       identity.catch(() => (identity = undefined));
       return identity;
     };
@@ -196,6 +205,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       mintInstallationToken,
       runPipeline: pipeline,
       botIdentity,
+      botIdentityKnown: () => identityKnown,
       lock,
       log,
       gitBaseUrl: config.gitBaseUrl,

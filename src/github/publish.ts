@@ -279,17 +279,19 @@ export async function ensureDraftPullRequest(
 
 /**
  * The App's commit identity `<slug>[bot] <id+slug[bot]@noreply>`, so GitHub shows the commit
- * as made by the App. Two REST calls, made once per process.
+ * as made by the App. Two REST calls, made once per process: `GET /app` with the App's JWT
+ * client, and `GET /users/<slug>[bot]` with an installation's client, because @octokit/auth-app
+ * signs only `/app…` routes with the JWT and refuses any other route without an installation.
  */
 export async function resolveBotIdentity(
-  appOctokit: GitHubClient,
+  clients: { app: GitHubClient; installation: GitHubClient },
   noreplyDomain: string,
 ): Promise<BotIdentity> {
-  const { data: app } = await appOctokit.rest.apps.getAuthenticated();
+  const { data: app } = await clients.app.rest.apps.getAuthenticated();
   const slug = app?.slug;
   if (!slug) throw new Error('GET /app returned no slug');
   const login = `${slug}[bot]`;
-  const { data: user } = await appOctokit.rest.users.getByUsername({ username: login });
+  const { data: user } = await clients.installation.rest.users.getByUsername({ username: login });
   return { name: login, email: `${user.id}+${login}@${noreplyDomain}` };
 }
 

@@ -268,8 +268,8 @@ export interface StatusReporterOptions {
   commentId: () => number | undefined;
   throttleMs: number;
   budget: RestBudget;
-  /** REST calls kept back for publishing and the final status edit. */
-  reserve: number;
+  /** REST calls kept back for publishing and the final status edit (read at every write). */
+  reserve: number | (() => number);
   log: Logger;
   meta?: { runId?: string; trigger?: string };
   onCommentId?: (id: number) => void;
@@ -306,7 +306,12 @@ export class StatusReporter {
         if (this.#closed || !latest) return;
         // Checked at write time, under the lock: earlier writes (ours and intake's)
         // have spent their calls by now.
-        await this.#write(latest, () => this.options.budget.remaining() > this.options.reserve);
+        const { reserve } = this.options;
+        await this.#write(
+          latest,
+          () =>
+            this.options.budget.remaining() > (typeof reserve === 'number' ? reserve : reserve()),
+        );
       });
     }, wait);
     this.#timer.unref?.();

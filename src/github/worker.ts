@@ -33,7 +33,14 @@ export interface WorkerDeps {
    */
   mintInstallationToken: (installationId: number) => Promise<string>;
   runPipeline: RunPipelineFn;
-  botIdentity: () => Promise<BotIdentity>;
+  /**
+   * The commit identity, asked of GitHub through this installation's client (cached per
+   * process). `countAppCall` is called for a request made with the App's own client, which
+   * the run's request hook does not see.
+   */
+  botIdentity: (installation: GitHubClient, countAppCall: () => void) => Promise<BotIdentity>;
+  /** True once `botIdentity` answers without asking GitHub (its calls need no reserve then). */
+  botIdentityKnown?: () => boolean;
   lock: KeyedLock;
   log: Logger;
   /** `${gitBaseUrl}/${owner}/${repo}.git` is cloned and pushed. */
@@ -51,6 +58,8 @@ export interface WorkerDeps {
 
 /** REST calls kept back for the push (token), PR lookup/create, review request and final status. */
 const PUBLISH_RESERVE = 6;
+/** Asking GitHub for the App's commit identity (GET /app, GET /users/<slug>[bot]), once per process. */
+const IDENTITY_CALLS = 2;
 
 /** Where a run's trajectory is kept (outside the pipeline's work directories, which are reaped). */
 export function runOutDir(dataDir: string, runId: string): string {
@@ -220,7 +229,7 @@ export class WorkerPool {
     const octokit = budget.attach(await deps.auth(job.installationId));
     const status = this.#statusReporter(record, octokit, budget, {
       throttleMs: deps.statusThrottleMs,
-      reserve: PUBLISH_RESERVE,
+      reserve: () => PUBLISH_RESERVE + (deps.botIdentityKnown?.() === false ? IDENTITY_CALLS : 0),
       log,
     });
     const mintToken = async (): Promise<string> => {
@@ -230,6 +239,7 @@ export class WorkerPool {
       registerSecret(token);
       return token;
     };
+    const botIdentity = () => deps.botIdentity(octokit, () => budget.spend());
     const gitUrl = `${deps.gitBaseUrl}/${job.owner}/${job.repo}.git`;
     const outDir = runOutDir(deps.dataDir, record.id);
     await mkdir(outDir, { recursive: true });
@@ -289,7 +299,16 @@ export class WorkerPool {
         state = 'cancelled';
         outcome = 'cancelled';
       } else {
-        final = await this.#publish(job, record.id, result, octokit, mintToken, gitUrl, log);
+        final = await this.#publish(
+          job,
+          record.id,
+          result,
+          octokit,
+          botIdentity,
+          mintToken,
+          gitUrl,
+          log,
+        );
         state = final.kind === 'done' ? 'done' : 'failed';
         outcome = final.kind === 'done' ? 'pull_request' : 'publish_failed';
       }
@@ -319,6 +338,7 @@ export class WorkerPool {
     runId: string,
     result: RunResult,
     octokit: GitHubClient,
+    botIdentity: () => Promise<BotIdentity>,
     mintToken: () => Promise<string>,
     gitUrl: string,
     log: Logger,
@@ -348,7 +368,7 @@ export class WorkerPool {
         gitUrl,
         mintToken,
         workRoot: join(deps.dataDir, 'publish'),
-        bot: await deps.botIdentity(),
+        bot: await botIdentity(),
         coAuthor: job.sender,
         noreplyDomain: noreplyDomainFor(deps.gitBaseUrl),
         body: renderPrBody({

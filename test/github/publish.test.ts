@@ -24,7 +24,9 @@ import {
   type GitRunner,
 } from '../../src/github/publish.js';
 import { createPythonRepo, FIXED_CALC, git } from '../support/python-repo.js';
-import { API, testOctokit } from './helpers/github.js';
+import { Probot } from 'probot';
+import type { GitHubClient } from '../../src/github/octokit.js';
+import { API, AppTestOctokit, silentLog, testOctokit, testPrivateKey } from './helpers/github.js';
 import { useStrictNock } from './helpers/strict-nock.js';
 import { startGitHttpServer, type GitHttpServer } from './helpers/git-http-server.js';
 
@@ -275,16 +277,51 @@ describe('gitEnvironment', () => {
 });
 
 describe('resolveBotIdentity and noreplyDomainFor', () => {
-  it('builds <slug>[bot] with its user id from GET /app and GET /users', async () => {
+  it('builds <slug>[bot] from GET /app (App JWT) and GET /users (installation token), on real App auth', async () => {
+    const probot = new Probot({
+      appId: 1,
+      privateKey: testPrivateKey(),
+      Octokit: AppTestOctokit,
+      log: silentLog,
+    });
+    const seen: Record<string, string> = {};
+    const record = (what: string) =>
+      function (this: { req: { headers: Record<string, string> } }) {
+        seen[what] = this.req.headers.authorization ?? '';
+        return what === 'token'
+          ? [
+              201,
+              {
+                token: 'ghs_identityTestToken000000000000000000',
+                expires_at: '2999-01-01T00:00:00Z',
+              },
+            ]
+          : what === 'app'
+            ? [200, { slug: 'frognano-test', id: 1 }]
+            : [200, { login: 'frognano-test[bot]', id: 99 }];
+      };
     nock(API)
       .get('/app')
-      .reply(200, { slug: 'frognano-test', id: 1 })
+      .reply(record('app'))
+      .post('/app/installations/1/access_tokens')
+      .reply(record('token'))
       .get('/users/frognano-test%5Bbot%5D')
-      .reply(200, { login: 'frognano-test[bot]', id: 99 });
-    await expect(resolveBotIdentity(testOctokit(), 'users.noreply.github.com')).resolves.toEqual({
+      .reply(record('user'));
+    const clients = {
+      app: (await probot.auth()) as GitHubClient,
+      installation: (await probot.auth(1)) as GitHubClient,
+    };
+    await expect(resolveBotIdentity(clients, 'users.noreply.github.com')).resolves.toEqual({
       name: 'frognano-test[bot]',
       email: '99+frognano-test[bot]@users.noreply.github.com',
     });
+    expect(seen.app).toMatch(/^bearer [\w-]+\.[\w-]+\.[\w-]+$/i);
+    expect(seen.token).toMatch(/^bearer /i);
+    expect(seen.user).toBe('token ghs_identityTestToken000000000000000000');
+    // The route that broke every real publish: the App's JWT client cannot call it at all.
+    await expect(clients.app.rest.users.getByUsername({ username: 'x' })).rejects.toThrow(
+      'installationId option is required',
+    );
   });
 
   it('uses the Enterprise host for no-reply addresses', () => {

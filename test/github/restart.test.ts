@@ -146,6 +146,7 @@ describeDocker('restart after a crash (real Docker, real process kill)', () => {
       outcome: 'no_change',
     });
     expect(await containersOf(runId)).toEqual([]);
+    expect(gh.authFailures, 'calls without the credential their route wants').toEqual([]);
     expect(fake.unmatched, 'requests no mock matched').toEqual([]);
     expect(fake.pending(), 'mocks never used').toEqual([]);
   }, 120_000);
