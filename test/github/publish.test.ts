@@ -215,6 +215,104 @@ describe('publishPatch (real git, real smart-HTTP server)', () => {
     expect(git(bare, 'rev-parse', `${head}^`).trim()).toBe(base);
   });
 
+  function prMocks(pr: number) {
+    return nock(API)
+      .get('/repos/octo/calc/pulls')
+      .query(true)
+      .reply(200, [])
+      .post('/repos/octo/calc/pulls')
+      .reply(201, { number: pr, html_url: `https://github.com/octo/calc/pull/${pr}` })
+      .post(`/repos/octo/calc/pulls/${pr}/requested_reviewers`)
+      .reply(201, {});
+  }
+
+  function baseParams(issueNumber: number) {
+    return {
+      octokit: testOctokit(),
+      owner: 'octo',
+      repo: 'calc',
+      issueNumber,
+      issueTitle: 'add() subtracts',
+      baseBranch: 'main',
+      baseCommit: base,
+      patch: patchFor(FIXED_CALC),
+      gitUrl: `${server.url}/octo/calc.git`,
+      mintToken: async () => TOKEN,
+      workRoot: join(tmp, 'work'),
+      bot,
+      coAuthor: { login: 'octocat', id: 1 },
+      noreplyDomain: 'users.noreply.github.com',
+      body: 'Fixes.',
+      log,
+      retryDelaysMs: [50, 50],
+    };
+  }
+
+  it('tries a push the server answered 502 (unapplied) again, with backoff', async () => {
+    prMocks(13);
+    server.failPushes(1, 502);
+    const pushed: string[] = [];
+    const result = await publishPatch({ ...baseParams(7), onPushed: (c) => void pushed.push(c) });
+    expect(result).toMatchObject({ prNumber: 13, created: true });
+    expect(git(bare, 'rev-parse', 'refs/heads/frognano/issue-7').trim()).toBe(result.commit);
+    expect(pushed).toEqual([result.commit]);
+    expect(logs).toContain('git failed transiently; retrying');
+    expect(readdirSync(join(tmp, 'work'))).toEqual([]);
+  });
+
+  it('takes a push that was applied but answered 502 as done (the lease would refuse a second)', async () => {
+    prMocks(14);
+    server.failPushes(1, 502, { applied: true });
+    const result = await publishPatch(baseParams(8));
+    expect(result).toMatchObject({ prNumber: 14 });
+    expect(git(bare, 'rev-parse', 'refs/heads/frognano/issue-8').trim()).toBe(result.commit);
+  });
+
+  it('gives up on a push that keeps failing, and never retries a refusal', async () => {
+    server.failPushes(3, 503);
+    await expect(publishPatch(baseParams(9))).rejects.toThrow(/pushing frognano\/issue-9 failed/);
+    expect(git(bare, 'branch', '--list', 'frognano/*').trim()).toBe('');
+    // A 401 is not transient: one attempt.
+    const calls: { args: string[]; env: NodeJS.ProcessEnv }[] = [];
+    await expect(
+      publishPatch({
+        ...baseParams(9),
+        mintToken: async () => 'ghs_wrong',
+        git: recordingGit(calls),
+      }),
+    ).rejects.toThrow(/fetching the base commit failed/);
+    expect(calls.filter((c) => c.args[0] === 'fetch')).toHaveLength(1);
+  });
+
+  it('resumes at the pull request when the branch already holds the pushed commit', async () => {
+    nock(API)
+      .get('/repos/octo/calc/pulls')
+      .query(true)
+      .reply(200, [])
+      .post('/repos/octo/calc/pulls')
+      .reply(
+        403,
+        { message: 'You have exceeded a secondary rate limit.' },
+        { 'retry-after': '60' },
+      );
+    prMocks(15);
+    // First attempt: pushed, then the pull request failed (no retry on this client).
+    let pushedCommit: string | undefined;
+    await expect(
+      publishPatch({ ...baseParams(10), onPushed: (c) => void (pushedCommit = c) }),
+    ).rejects.toMatchObject({ status: 403 });
+    expect(pushedCommit).toBe(git(bare, 'rev-parse', 'refs/heads/frognano/issue-10').trim());
+    // Second attempt: nothing cloned, committed or pushed again; the same commit gets its PR.
+    const calls: { args: string[]; env: NodeJS.ProcessEnv }[] = [];
+    const result = await publishPatch({
+      ...baseParams(10),
+      pushedCommit,
+      git: recordingGit(calls),
+    });
+    expect(result).toMatchObject({ prNumber: 15, commit: pushedCommit });
+    expect(calls.map((c) => c.args[0])).toEqual(['ls-remote']);
+  });
+
   it('works against a file:// remote, never runs hooks, and refuses a patch that does not apply', async () => {
     // A template with a hook: a git that honoured the caller's environment would install and run it.
     const template = join(tmp, 'template');

@@ -11,8 +11,11 @@ export interface GitHttpServer {
   authorizations: (string | undefined)[];
   /** Request URLs, to check nothing secret travelled in them. */
   urls: string[];
-  /** Answer the next `count` pushes (POST git-receive-pack) with this status, unapplied. */
-  failPushes(count: number, status?: number): void;
+  /**
+   * Answer the next `count` pushes (POST git-receive-pack) with this status: unapplied, or
+   * (`applied`) after the push took effect, as when a proxy loses the answer.
+   */
+  failPushes(count: number, status?: number, options?: { applied?: boolean }): void;
   close(): Promise<void>;
 }
 
@@ -23,7 +26,7 @@ export async function startGitHttpServer(
   const accepts = typeof token === 'string' ? (t: string) => t === token : token;
   const authorizations: (string | undefined)[] = [];
   const urls: string[] = [];
-  const pushFaults: number[] = [];
+  const pushFaults: { status: number; applied: boolean }[] = [];
   const server = createServer((req, res) => {
     authorizations.push(req.headers.authorization);
     urls.push(req.url ?? '');
@@ -37,9 +40,10 @@ export async function startGitHttpServer(
       return;
     }
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const fault = req.method === 'POST' && url.pathname.endsWith('/git-receive-pack');
-    if (fault && pushFaults.length > 0) {
-      res.writeHead(pushFaults.shift() as number).end('upstream unavailable\n');
+    const isPush = req.method === 'POST' && url.pathname.endsWith('/git-receive-pack');
+    const fault = isPush ? pushFaults.shift() : undefined;
+    if (fault && !fault.applied) {
+      res.writeHead(fault.status).end('upstream unavailable\n');
       req.resume();
       return;
     }
@@ -65,6 +69,10 @@ export async function startGitHttpServer(
     const chunks: Buffer[] = [];
     child.stdout.on('data', (b: Buffer) => chunks.push(b));
     child.on('close', () => {
+      if (fault) {
+        res.writeHead(fault.status).end('upstream unavailable\n');
+        return;
+      }
       const all = Buffer.concat(chunks);
       const split = all.indexOf('\r\n\r\n');
       const head = all.subarray(0, split).toString('latin1');
@@ -86,7 +94,10 @@ export async function startGitHttpServer(
     url: `http://127.0.0.1:${port}`,
     authorizations,
     urls,
-    failPushes: (count, status = 502) => pushFaults.push(...Array<number>(count).fill(status)),
+    failPushes: (count, status = 502, options = {}) => {
+      for (let i = 0; i < count; i++)
+        pushFaults.push({ status, applied: options.applied ?? false });
+    },
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }

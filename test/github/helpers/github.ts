@@ -48,8 +48,12 @@ export function retryingTestOctokit(): GitHubClient {
 }
 
 let key: string | undefined;
-/** A real RSA key so Probot can sign App JWTs. */
+/**
+ * A real RSA key so Probot can sign App JWTs (and the mocks can check them). A child process
+ * that plays the App gets its parent's key through TEST_APP_PRIVATE_KEY.
+ */
 export function testPrivateKey(): string {
+  key ??= process.env.TEST_APP_PRIVATE_KEY;
   key ??= generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({
     type: 'pkcs1',
     format: 'pem',
