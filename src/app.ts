@@ -29,8 +29,10 @@ import {
   type BotIdentity,
   type GitRunner,
   noreplyDomainFor,
+  removeStalePublishDirs,
   resolveBotIdentity,
 } from './github/publish.js';
+import { prunePendingPublishes } from './github/pending-publish.js';
 import { decideTrigger } from './github/triggers.js';
 import { type RunPipelineFn, WorkerPool, runOutDir } from './github/worker.js';
 
@@ -222,6 +224,12 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
         const docker = config.sandbox === 'docker' ? connectDocker(env) : undefined;
         await reap(docker, { liveRunIds, workRoot: join(config.dataDir, 'runs'), log });
       });
+    // What a process killed mid-publish left: its clone, and records nobody will retry.
+    const leftovers = await removeStalePublishDirs(join(config.dataDir, 'publish'));
+    const pruned = await prunePendingPublishes(config.dataDir);
+    if (leftovers.length + pruned.length > 0) {
+      log.info({ leftovers, pruned }, 'removed publish leftovers');
+    }
     await workers.recover(reapOrphans);
     workers.start();
   }

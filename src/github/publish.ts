@@ -5,7 +5,7 @@
 // The installation token reaches git only through the environment, as an HTTP header
 // (GIT_CONFIG_COUNT/KEY/VALUE): never in argv, never on disk, never in a log line.
 import { spawn } from 'node:child_process';
-import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { redactSecrets, registerSecret } from '../redact.js';
@@ -176,7 +176,8 @@ export async function publishPatch(params: PublishParams): Promise<PublishResult
   const delays = params.retryDelaysMs ?? GIT_RETRY_DELAYS_MS;
   const branch = branchFor(params.issueNumber);
   await mkdir(params.workRoot, { recursive: true });
-  const dir = await mkdtemp(join(params.workRoot, 'publish-'));
+  // The owner's pid in the name: start-up cleanup removes only what no live process owns.
+  const dir = await mkdtemp(join(params.workRoot, `publish-${process.pid}-`));
   const tree = join(dir, 'tree');
   const home = join(dir, 'home');
   await mkdir(tree);
@@ -369,4 +370,54 @@ export function noreplyDomainFor(gitBaseUrl: string): string {
   if (!/^https?:/i.test(gitBaseUrl)) return 'users.noreply.github.com';
   const host = new URL(gitBaseUrl).hostname;
   return host === 'github.com' ? 'users.noreply.github.com' : `users.noreply.${host}`;
+}
+
+/** A publish directory older than this is nobody's, whatever its pid says (pids get reused). */
+export const PUBLISH_DIR_MAX_AGE_MS = 6 * 3600_000;
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists, under another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Start-up: removes `publish-*` clones (the patch, the commit message, a checkout) that a
+ * process killed mid-publish left behind. Only those no live process owns: their owner pid is
+ * this process's (a previous life under the same pid, as in a container) or dead, or they are
+ * older than any publish takes. Returns the names removed.
+ */
+export async function removeStalePublishDirs(
+  workRoot: string,
+  options: { isAlive?: (pid: number) => boolean; now?: number; maxAgeMs?: number } = {},
+): Promise<string[]> {
+  const isAlive = options.isAlive ?? processAlive;
+  const now = options.now ?? Date.now();
+  const maxAge = options.maxAgeMs ?? PUBLISH_DIR_MAX_AGE_MS;
+  let names: string[];
+  try {
+    names = await readdir(workRoot);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    if (!name.startsWith('publish-')) continue;
+    const path = join(workRoot, name);
+    const info = await stat(path).catch(() => undefined);
+    if (!info) continue;
+    const pid = /^publish-(\d+)-/.exec(name)?.[1];
+    const owner = pid === undefined ? undefined : Number(pid);
+    const orphan =
+      now - info.mtimeMs > maxAge ||
+      (owner !== undefined && (owner === process.pid || !isAlive(owner)));
+    if (!orphan) continue;
+    await rm(path, { recursive: true, force: true });
+    removed.push(name);
+  }
+  return removed;
 }

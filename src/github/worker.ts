@@ -12,6 +12,13 @@ import type { KeyedLock } from './keyed-lock.js';
 import type { GitHubClient } from './octokit.js';
 import { renderPrBody } from './pr-body.js';
 import { type BotIdentity, type GitRunner, noreplyDomainFor, publishPatch } from './publish.js';
+import {
+  findPendingPublishForIssue,
+  loadPendingPublish,
+  type PendingPublish,
+  removePendingPublishes,
+  savePendingPublish,
+} from './pending-publish.js';
 import { RestBudget } from './rest-budget.js';
 import {
   describeResult,
@@ -58,6 +65,8 @@ export interface WorkerDeps {
 
 /** REST calls kept back for the push (token), PR lookup/create, review request and final status. */
 const PUBLISH_RESERVE = 6;
+/** How long a worker's first status write waits for intake to post the "queued" comment. */
+const INTAKE_WAIT_MS = 10_000;
 /** Asking GitHub for the App's commit identity (GET /app, GET /users/<slug>[bot]), once per process. */
 const IDENTITY_CALLS = 2;
 
@@ -206,16 +215,39 @@ export class WorkerPool {
     const { queue, lock } = this.deps;
     const { job } = run;
     const key = issueKey(job);
+    let intakeDone: Promise<void> | undefined;
     return new StatusReporter({
       ...options,
       octokit,
       issue: { owner: job.owner, repo: job.repo, issueNumber: job.issueNumber },
       commentId: () => statusCommentId(queue, key),
       onCommentId: (id) => queue.setNote(key, STATUS_COMMENT_NOTE, String(id)),
-      serialize: (write) => lock.run(key, write),
+      serialize: async (write) => {
+        intakeDone ??= this.#intakeDone(run);
+        await intakeDone;
+        await lock.run(key, write);
+      },
       budget,
       meta: { runId: run.id, trigger: triggerWords(job) },
     });
+  }
+
+  /**
+   * Waits (bounded) until intake has handled the delivery that made this run: intake in
+   * another process (`frognano serve`) may still be posting the "queued" comment, and a
+   * worker that wrote first would find no comment and post a second one. In one process the
+   * issue's lock already orders them.
+   */
+  async #intakeDone(run: RunRecord<IssueJob>): Promise<void> {
+    const { queue } = this.deps;
+    const deadline = Date.now() + INTAKE_WAIT_MS;
+    const pending = () =>
+      run.deliveryId !== undefined &&
+      statusCommentId(queue, issueKey(run.job)) === undefined &&
+      queue.pendingDeliveries().some((d) => d.deliveryId === run.deliveryId);
+    while (pending() && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 
   async #process(record: RunRecord<IssueJob>, signal: AbortSignal): Promise<void> {
@@ -248,69 +280,82 @@ export class WorkerPool {
     let state: 'done' | 'failed' | 'cancelled' = 'failed';
     let outcome: string;
     try {
-      status.update({ kind: 'running', phase: 'clone' });
-      let maxSteps: number | undefined;
-      const onProgress = (event: RunProgress) => {
-        if (event.kind === 'phase') {
-          status.update({
-            kind: 'running',
-            phase: event.phase,
-            step: event.phase === 'agent' ? 0 : undefined,
-            maxSteps,
-          });
-        } else {
-          maxSteps = event.maxSteps;
-          status.update({
-            kind: 'running',
-            phase: 'agent',
-            step: event.step,
-            maxSteps: event.maxSteps,
-          });
-        }
-      };
-      const result = await deps.runPipeline({
-        runId: record.id,
-        instanceId: `${job.owner}/${job.repo}#${job.issueNumber}`,
-        repo: gitUrl,
-        getCredential: /^https?:/i.test(gitUrl)
-          ? async () => ({ username: 'x-access-token', password: await mintToken() })
-          : undefined,
-        issueText: job.issueText,
-        extraGuidance: job.guidance,
-        sandbox: deps.sandbox,
-        outDir,
-        signal,
-        onProgress,
-      });
-      outcome = result.outcome;
-      const refusal =
-        signal.aborted && result.outcome !== 'completed'
-          ? { kind: 'cancelled' as const }
-          : describeResult(result);
-      if (refusal) {
-        final = refusal;
-        state = refusal.kind === 'cancelled' ? 'cancelled' : 'failed';
-        if (refusal.kind === 'no-change') {
-          state = 'done';
-          outcome = 'no_change';
-        }
-      } else if (signal.aborted) {
-        final = { kind: 'cancelled' };
-        state = 'cancelled';
-        outcome = 'cancelled';
-      } else {
-        final = await this.#publish(
-          job,
-          record.id,
-          result,
-          octokit,
-          botIdentity,
-          mintToken,
-          gitUrl,
-          log,
+      const resumed = await this.#resumablePublish(record);
+      if (resumed) {
+        // The change exists (this run's before a restart, or the last run's before a plain
+        // retry): only publishing is left, so the model is not asked again.
+        log.info(
+          { from: resumed.runId, pushed: resumed.pushedCommit !== undefined },
+          'resuming an unfinished publish',
         );
+        final = await this.#finishPublish(resumed, octokit, botIdentity, mintToken, gitUrl, log);
         state = final.kind === 'done' ? 'done' : 'failed';
         outcome = final.kind === 'done' ? 'pull_request' : 'publish_failed';
+      } else {
+        status.update({ kind: 'running', phase: 'clone' });
+        let maxSteps: number | undefined;
+        const onProgress = (event: RunProgress) => {
+          if (event.kind === 'phase') {
+            status.update({
+              kind: 'running',
+              phase: event.phase,
+              step: event.phase === 'agent' ? 0 : undefined,
+              maxSteps,
+            });
+          } else {
+            maxSteps = event.maxSteps;
+            status.update({
+              kind: 'running',
+              phase: 'agent',
+              step: event.step,
+              maxSteps: event.maxSteps,
+            });
+          }
+        };
+        const result = await deps.runPipeline({
+          runId: record.id,
+          instanceId: `${job.owner}/${job.repo}#${job.issueNumber}`,
+          repo: gitUrl,
+          getCredential: /^https?:/i.test(gitUrl)
+            ? async () => ({ username: 'x-access-token', password: await mintToken() })
+            : undefined,
+          issueText: job.issueText,
+          extraGuidance: job.guidance,
+          sandbox: deps.sandbox,
+          outDir,
+          signal,
+          onProgress,
+        });
+        outcome = result.outcome;
+        const refusal =
+          signal.aborted && result.outcome !== 'completed'
+            ? { kind: 'cancelled' as const }
+            : describeResult(result);
+        if (refusal) {
+          final = refusal;
+          state = refusal.kind === 'cancelled' ? 'cancelled' : 'failed';
+          if (refusal.kind === 'no-change') {
+            state = 'done';
+            outcome = 'no_change';
+          }
+        } else if (signal.aborted) {
+          final = { kind: 'cancelled' };
+          state = 'cancelled';
+          outcome = 'cancelled';
+        } else {
+          final = await this.#publish(
+            job,
+            record.id,
+            result,
+            octokit,
+            botIdentity,
+            mintToken,
+            gitUrl,
+            log,
+          );
+          state = final.kind === 'done' ? 'done' : 'failed';
+          outcome = final.kind === 'done' ? 'pull_request' : 'publish_failed';
+        }
       }
     } catch (error) {
       log.error({ err: error }, 'run failed unexpectedly');
@@ -355,41 +400,99 @@ export class WorkerPool {
       deps.publicUrl && result.trajectoryPath
         ? `${deps.publicUrl}/frognano/runs/${runId}/trajectory.json`
         : undefined;
+    const pending: PendingPublish = {
+      version: 1,
+      runId,
+      installationId: job.installationId,
+      owner: job.owner,
+      repo: job.repo,
+      issueNumber: job.issueNumber,
+      issueTitle: job.issueTitle,
+      baseBranch: job.defaultBranch ?? 'main',
+      baseCommit: result.baseCommit,
+      patch: result.patch,
+      body: renderPrBody({
+        result,
+        issueNumber: job.issueNumber,
+        triggeredBy: job.sender.login,
+        trajectoryUrl,
+      }),
+      coAuthor: job.sender,
+      partial: result.partial,
+      verified: verificationLine(result),
+      savedAt: new Date().toISOString(),
+    };
+    try {
+      await savePendingPublish(deps.dataDir, pending);
+    } catch (error) {
+      // Publishing can go ahead; it just could not be resumed if it failed.
+      log.warn({ err: error }, 'could not keep the change for a resumed publish');
+    }
+    return this.#finishPublish(pending, octokit, botIdentity, mintToken, gitUrl, log);
+  }
+
+  /** This run's unfinished publish (after a restart), or for a plain retry the issue's newest. */
+  async #resumablePublish(record: RunRecord<IssueJob>): Promise<PendingPublish | undefined> {
+    const { dataDir } = this.deps;
+    const own = await loadPendingPublish(dataDir, record.id);
+    if (own) return own;
+    const { job } = record;
+    // A retry with guidance asks for a different change: the model runs again.
+    if (job.source !== 'retry' || job.guidance) return undefined;
+    return findPendingPublishForIssue(dataDir, job);
+  }
+
+  async #finishPublish(
+    pending: PendingPublish,
+    octokit: GitHubClient,
+    botIdentity: () => Promise<BotIdentity>,
+    mintToken: () => Promise<string>,
+    gitUrl: string,
+    log: Logger,
+  ): Promise<StatusState> {
+    const { deps } = this;
     try {
       const published = await publishPatch({
         octokit,
-        owner: job.owner,
-        repo: job.repo,
-        issueNumber: job.issueNumber,
-        issueTitle: job.issueTitle,
-        baseBranch: job.defaultBranch ?? 'main',
-        baseCommit: result.baseCommit,
-        patch: result.patch,
+        owner: pending.owner,
+        repo: pending.repo,
+        issueNumber: pending.issueNumber,
+        issueTitle: pending.issueTitle,
+        baseBranch: pending.baseBranch,
+        baseCommit: pending.baseCommit,
+        patch: pending.patch,
         gitUrl,
         mintToken,
         workRoot: join(deps.dataDir, 'publish'),
         bot: await botIdentity(),
-        coAuthor: job.sender,
+        coAuthor: pending.coAuthor,
         noreplyDomain: noreplyDomainFor(deps.gitBaseUrl),
-        body: renderPrBody({
-          result,
-          issueNumber: job.issueNumber,
-          triggeredBy: job.sender.login,
-          trajectoryUrl,
-        }),
+        body: pending.body,
         log,
         git: deps.git,
+        pushedCommit: pending.pushedCommit,
+        onPushed: (commit) =>
+          savePendingPublish(deps.dataDir, {
+            ...pending,
+            pushedCommit: commit,
+            savedAt: new Date().toISOString(),
+          }).catch((error: unknown) =>
+            log.warn({ err: error }, 'could not record the pushed commit'),
+          ),
       });
+      await removePendingPublishes(deps.dataDir, pending).catch((error: unknown) =>
+        log.warn({ err: error }, 'could not forget the finished publish'),
+      );
       return {
         kind: 'done',
         prNumber: published.prNumber,
         prUrl: published.prUrl,
-        partial: result.partial,
-        verified: verificationLine(result),
+        partial: pending.partial,
+        verified: pending.verified,
       };
     } catch (error) {
       log.warn({ err: error }, 'publishing failed');
-      return publishFailure(error);
+      return publishFailure(error, await loadPendingPublish(deps.dataDir, pending.runId));
     }
   }
 }
@@ -398,10 +501,13 @@ export class WorkerPool {
  * The status for a failed publish. The error carries git's output, which names files from the
  * patch (written by the model): shown in a code block, so it cannot ping or link anyone.
  */
-export function publishFailure(error: unknown): StatusState {
+export function publishFailure(error: unknown, kept?: PendingPublish): StatusState {
+  const resume = kept
+    ? ' The change is kept: comment `/frognano retry` with nothing after it to publish it without running the model again.'
+    : '';
   return {
     kind: 'failed',
-    reason: 'the change was made, but pushing the branch or opening the draft pull request failed:',
+    reason: `the change was made, but pushing the branch or opening the draft pull request failed.${resume} The error:`,
     detail: redactSecrets(error instanceof Error ? error.message : String(error)),
   };
 }

@@ -286,15 +286,17 @@ function checkAuth(
 const BAD_CREDENTIALS = { message: 'Bad credentials' };
 
 function nockBackend(mock: Omit<GitHubMock, 'intercept'>): (spec: Intercept) => void {
-  const scope = nock(API);
-  scope.on('request', (req: { method: string; path: string }) => {
-    mock.calls.push(`${req.method} ${req.path.split('?')[0]}`);
-  });
   return (spec) => {
+    // One scope per intercept: nock's persist() is a scope's, and on a shared scope it would
+    // make every intercept answer forever (an exhausted `times` included).
+    const scope = nock(API);
+    scope.on('request', (req: { method: string; path: string }) => {
+      mock.calls.push(`${req.method} ${req.path.split('?')[0]}`);
+    });
     let i = scope.intercept(spec.path, spec.method, spec.body as never);
     if (spec.query) i = i.query(spec.query);
     else i = i.query(true);
-    const interceptor = i.times(spec.times ?? 1).reply(function (_uri: string, body: unknown) {
+    i.times(spec.times ?? 1).reply(function (_uri: string, body: unknown) {
       const header = this.req.headers.authorization as string | undefined;
       const what = `${spec.method} ${this.req.path.split('?')[0]}`;
       if (!checkAuth(mock, spec, what, header)) return [401, BAD_CREDENTIALS];
@@ -304,7 +306,7 @@ function nockBackend(mock: Omit<GitHubMock, 'intercept'>): (spec: Intercept) => 
         spec.headers ?? {},
       ];
     });
-    if (spec.persist) interceptor.persist();
+    if (spec.persist) scope.persist();
   };
 }
 
@@ -468,7 +470,10 @@ export function mockGitHub(
   return mock;
 }
 
-/** The status comment: none yet (listed once, created as 1000 + N), then edited in place. */
+/**
+ * The status comment: none yet (created once, as 1000 + N), then edited in place. Listing the
+ * issue's comments answers what GitHub would hold at that moment.
+ */
 export function mockStatusComment(
   mock: GitHubMock,
   issueNumber = 1,
@@ -476,12 +481,14 @@ export function mockStatusComment(
 ): void {
   const id = 1000 + issueNumber;
   if (!options.known) {
+    let created: Record<string, unknown> | undefined;
     mock.intercept({
       method: 'GET',
       path: `${REPO_PATH}/issues/${issueNumber}/comments`,
       status: 200,
       auth: 'installation',
-      reply: () => [],
+      persist: true,
+      reply: () => (created ? [created] : []),
     });
     mock.intercept({
       method: 'POST',
@@ -491,6 +498,12 @@ export function mockStatusComment(
       auth: 'installation',
       reply: (body) => {
         mock.statusBodies.push(String(body.body));
+        created = {
+          id,
+          body: body.body,
+          user: { login: 'frognano[bot]', type: 'Bot' },
+          performed_via_github_app: { id: 1, slug: 'frognano' },
+        };
         return { id };
       },
     });
