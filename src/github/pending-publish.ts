@@ -101,6 +101,11 @@ export async function findPendingPublishForIssue(
   return mine.sort((a, b) => b.savedAt.localeCompare(a.savedAt))[0];
 }
 
+/** Forgets one run's record. */
+export async function removePendingPublish(dataDir: string, runId: string): Promise<void> {
+  await rm(fileFor(dataDir, runId), { force: true });
+}
+
 /** Forgets every unfinished publish of this issue (its pull request now exists). */
 export async function removePendingPublishes(dataDir: string, issue: IssueRef): Promise<void> {
   for (const record of await listPending(dataDir)) {

@@ -102,10 +102,23 @@ export interface PublishResult {
 }
 
 export class PublishError extends Error {
-  constructor(message: string) {
+  /** The server or the network failed (and kept failing): trying later may work. */
+  readonly transient: boolean;
+  constructor(message: string, options: { transient?: boolean } = {}) {
     super(message);
     this.name = 'PublishError';
+    this.transient = options.transient ?? false;
   }
+}
+
+/**
+ * Whether publishing may succeed later with the same change: GitHub's API answered an error
+ * (a rate limit, 5xx, an outage) or git's remote kept failing transiently. A patch that does
+ * not apply or a push the lease refused will not get better by waiting.
+ */
+export function mayPublishLater(error: unknown): boolean {
+  if (error instanceof PublishError) return error.transient;
+  return typeof (error as { status?: unknown }).status === 'number';
 }
 
 export function branchFor(issueNumber: number): string {
@@ -186,9 +199,10 @@ export async function publishPatch(params: PublishParams): Promise<PublishResult
     const token = await params.mintToken();
     registerSecret(token);
     const env = gitEnvironment(home, params.gitUrl, token);
-    const failure = (what: string, r: GitResult) =>
+    const failure = (what: string, r: GitResult, transient = false) =>
       new PublishError(
         `${what} failed: ${redactSecrets(r.stderr.trim() || r.stdout.trim()).slice(-2000)}`,
+        { transient },
       );
     const run = async (args: string[], what: string): Promise<string> => {
       const r = await git(args, { cwd: tree, env });
@@ -209,7 +223,7 @@ export async function publishPatch(params: PublishParams): Promise<PublishResult
         const r = await git(args, { cwd: tree, env });
         if (r.code === 0) return r.stdout;
         const transient = TRANSIENT_GIT_FAILURE.test(`${r.stderr}\n${r.stdout}`);
-        if (!transient || attempt >= delays.length) throw failure(what, r);
+        if (!transient || attempt >= delays.length) throw failure(what, r, transient);
         params.log.warn(
           { what, attempt: attempt + 1, error: redactSecrets(r.stderr.trim()).slice(-300) },
           'git failed transiently; retrying',

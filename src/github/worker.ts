@@ -11,11 +11,18 @@ import type { IssueJob } from './job.js';
 import type { KeyedLock } from './keyed-lock.js';
 import type { GitHubClient } from './octokit.js';
 import { renderPrBody } from './pr-body.js';
-import { type BotIdentity, type GitRunner, noreplyDomainFor, publishPatch } from './publish.js';
+import {
+  type BotIdentity,
+  type GitRunner,
+  mayPublishLater,
+  noreplyDomainFor,
+  publishPatch,
+} from './publish.js';
 import {
   findPendingPublishForIssue,
   loadPendingPublish,
   type PendingPublish,
+  removePendingPublish,
   removePendingPublishes,
   savePendingPublish,
 } from './pending-publish.js';
@@ -492,6 +499,11 @@ export class WorkerPool {
       };
     } catch (error) {
       log.warn({ err: error }, 'publishing failed');
+      if (!mayPublishLater(error)) {
+        // Kept, it would make every plain retry fail the same way instead of running the model.
+        await removePendingPublish(deps.dataDir, pending.runId).catch(() => undefined);
+        return publishFailure(error);
+      }
       return publishFailure(error, await loadPendingPublish(deps.dataDir, pending.runId));
     }
   }

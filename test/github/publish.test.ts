@@ -17,6 +17,7 @@ import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   gitEnvironment,
+  mayPublishLater,
   noreplyDomainFor,
   publishPatch,
   resolveBotIdentity,
@@ -270,18 +271,21 @@ describe('publishPatch (real git, real smart-HTTP server)', () => {
 
   it('gives up on a push that keeps failing, and never retries a refusal', async () => {
     server.failPushes(3, 503);
-    await expect(publishPatch(baseParams(9))).rejects.toThrow(/pushing frognano\/issue-9 failed/);
+    const outage = await publishPatch(baseParams(9)).catch((error: unknown) => error);
+    expect(String(outage)).toMatch(/pushing frognano\/issue-9 failed/);
+    expect(mayPublishLater(outage)).toBe(true); // worth keeping the change for a later retry
     expect(git(bare, 'branch', '--list', 'frognano/*').trim()).toBe('');
-    // A 401 is not transient: one attempt.
+    // A 401 is not transient: one attempt, and nothing to gain from trying later.
     const calls: { args: string[]; env: NodeJS.ProcessEnv }[] = [];
-    await expect(
-      publishPatch({
-        ...baseParams(9),
-        mintToken: async () => 'ghs_wrong',
-        git: recordingGit(calls),
-      }),
-    ).rejects.toThrow(/fetching the base commit failed/);
+    const refused = await publishPatch({
+      ...baseParams(9),
+      mintToken: async () => 'ghs_wrong',
+      git: recordingGit(calls),
+    }).catch((error: unknown) => error);
+    expect(String(refused)).toMatch(/fetching the base commit failed/);
+    expect(mayPublishLater(refused)).toBe(false);
     expect(calls.filter((c) => c.args[0] === 'fetch')).toHaveLength(1);
+    expect(mayPublishLater(Object.assign(new Error('rate limited'), { status: 403 }))).toBe(true);
   });
 
   it('resumes at the pull request when the branch already holds the pushed commit', async () => {

@@ -46,6 +46,29 @@ describe('RestBudget.attach', () => {
     expect(budget.spent).toBe(2);
   });
 
+  it('waits for the reset of an exhausted primary rate limit, then sends the request again', async () => {
+    const reset = Math.ceil(Date.now() / 1000); // the retry waits until one second after it
+    nock(API)
+      .post('/repos/o/r/issues/1/comments')
+      .reply(
+        403,
+        { message: 'API rate limit exceeded for installation ID 1.' },
+        { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(reset) },
+      )
+      .post('/repos/o/r/issues/1/comments')
+      .reply(201, { id: 9 });
+    const budget = new RestBudget();
+    const octokit = budget.attach(retryingTestOctokit());
+    const { data } = await octokit.rest.issues.createComment({
+      owner: 'o',
+      repo: 'r',
+      issue_number: 1,
+      body: 'x',
+    });
+    expect(data.id).toBe(9);
+    expect(budget.spent).toBe(2);
+  });
+
   it('gives up on a secondary rate limit that persists after the bounded retries', async () => {
     nock(API)
       .post('/repos/o/r/pulls')
