@@ -19,7 +19,21 @@ import type { IssueJob } from './job.js';
 import type { KeyedLock } from './keyed-lock.js';
 import type { GitHubClient } from './octokit.js';
 import { renderPrBody } from './pr-body.js';
-import { type BotIdentity, type GitRunner, noreplyDomainFor, publishPatch } from './publish.js';
+import {
+  type BotIdentity,
+  type GitRunner,
+  mayPublishLater,
+  noreplyDomainFor,
+  publishPatch,
+} from './publish.js';
+import {
+  findPendingPublishForIssue,
+  loadPendingPublish,
+  type PendingPublish,
+  removePendingPublish,
+  removePendingPublishes,
+  savePendingPublish,
+} from './pending-publish.js';
 import { RestBudget } from './rest-budget.js';
 import { evidenceOf, writePublishedAttempt } from './revision-record.js';
 import {
@@ -43,7 +57,14 @@ export interface WorkerDeps {
    */
   mintInstallationToken: (installationId: number) => Promise<string>;
   runPipeline: RunPipelineFn;
-  botIdentity: () => Promise<BotIdentity>;
+  /**
+   * The commit identity, asked of GitHub through this installation's client (cached per
+   * process). `countAppCall` is called for a request made with the App's own client, which
+   * the run's request hook does not see.
+   */
+  botIdentity: (installation: GitHubClient, countAppCall: () => void) => Promise<BotIdentity>;
+  /** True once `botIdentity` answers without asking GitHub (its calls need no reserve then). */
+  botIdentityKnown?: () => boolean;
   lock: KeyedLock;
   log: Logger;
   /** `${gitBaseUrl}/${owner}/${repo}.git` is cloned and pushed. */
@@ -80,6 +101,10 @@ class JobOverdue extends Error {
     this.name = 'JobOverdue';
   }
 }
+/** How long a worker's first status write waits for intake to post the "queued" comment. */
+const INTAKE_WAIT_MS = 10_000;
+/** Asking GitHub for the App's commit identity (GET /app, GET /users/<slug>[bot]), once per process. */
+const IDENTITY_CALLS = 2;
 
 /** Where a run's trajectory is kept (outside the pipeline's work directories, which are reaped). */
 export function runOutDir(dataDir: string, runId: string): string {
@@ -228,13 +253,18 @@ export class WorkerPool {
     const { queue, lock } = this.deps;
     const { job } = run;
     const key = issueKey(job);
+    let intakeDone: Promise<void> | undefined;
     return new StatusReporter({
       ...options,
       octokit,
       issue: { owner: job.owner, repo: job.repo, issueNumber: job.issueNumber },
       commentId: () => statusCommentId(queue, key),
       onCommentId: (id) => queue.setNote(key, STATUS_COMMENT_NOTE, String(id)),
-      serialize: (write) => lock.run(key, write),
+      serialize: async (write) => {
+        intakeDone ??= this.#intakeDone(run);
+        await intakeDone;
+        await lock.run(key, write);
+      },
       budget,
       meta: {
         runId: run.id,
@@ -242,6 +272,24 @@ export class WorkerPool {
         runPageUrl: this.deps.publicUrl ? runPageUrl(this.deps.publicUrl, run.id) : undefined,
       },
     });
+  }
+
+  /**
+   * Waits (bounded) until intake has handled the delivery that made this run: intake in
+   * another process (`frognano serve`) may still be posting the "queued" comment, and a
+   * worker that wrote first would find no comment and post a second one. In one process the
+   * issue's lock already orders them.
+   */
+  async #intakeDone(run: RunRecord<IssueJob>): Promise<void> {
+    const { queue } = this.deps;
+    const deadline = Date.now() + INTAKE_WAIT_MS;
+    const pending = () =>
+      run.deliveryId !== undefined &&
+      statusCommentId(queue, issueKey(run.job)) === undefined &&
+      queue.pendingDeliveries().some((d) => d.deliveryId === run.deliveryId);
+    while (pending() && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 
   async #process(
@@ -260,7 +308,7 @@ export class WorkerPool {
     const octokit = budget.attach(await deps.auth(job.installationId));
     const status = this.#statusReporter(record, octokit, budget, {
       throttleMs: deps.statusThrottleMs,
-      reserve: PUBLISH_RESERVE,
+      reserve: () => PUBLISH_RESERVE + (deps.botIdentityKnown?.() === false ? IDENTITY_CALLS : 0),
       log,
     });
     const mintToken = async (): Promise<string> => {
@@ -270,6 +318,7 @@ export class WorkerPool {
       registerSecret(token);
       return token;
     };
+    const botIdentity = () => deps.botIdentity(octokit, () => budget.spend());
     const gitUrl = `${deps.gitBaseUrl}/${job.owner}/${job.repo}.git`;
     const outDir = runOutDir(deps.dataDir, record.id);
     await mkdir(outDir, { recursive: true });
@@ -302,108 +351,128 @@ export class WorkerPool {
     };
     const phases = startPhaseClock(deps.metrics);
     try {
-      status.update({ kind: 'running', phase: 'clone' });
-      // A follow-up on the bot's pull request starts from its head, briefed with the feedback.
-      const followUp = job.review ? await prepareFollowUp(octokit, deps.queue, job) : undefined;
-      if (followUp && 'refused' in followUp) throw new FollowUpRefused(followUp.refused);
-      let maxSteps: number | undefined;
-      const onProgress = (event: RunProgress) => {
-        if (event.kind === 'phase' && event.phase === 'agent' && event.timeoutMs !== undefined) {
-          armDeadline(event.timeoutMs);
-        }
-        phases.progress(event);
-        if (event.kind === 'phase') {
-          status.update({
-            kind: 'running',
-            phase: event.phase,
-            step: event.phase === 'agent' ? 0 : undefined,
-            maxSteps,
-          });
-        } else {
-          maxSteps = event.maxSteps;
-          status.update({
-            kind: 'running',
-            phase: 'agent',
-            step: event.step,
-            maxSteps: event.maxSteps,
-          });
-        }
-      };
-      const pipeline = deps.runPipeline({
-        runId: record.id,
-        instanceId: `${job.owner}/${job.repo}#${job.issueNumber}`,
-        repo: gitUrl,
-        getCredential: /^https?:/i.test(gitUrl)
-          ? async () => ({ username: 'x-access-token', password: await mintToken() })
-          : undefined,
-        issueText: job.issueText,
-        extraGuidance: job.guidance,
-        ...followUp?.request,
-        sandbox: deps.sandbox,
-        outDir,
-        signal,
-        onProgress,
-      });
-      pipeline.catch(() => undefined);
-      const result = await Promise.race([pipeline, abandoned]);
-      phases.end();
-      countRunResult(deps.metrics, deps.sandbox, result);
-      outcome = result.outcome;
-      const refusal =
-        signal.aborted && result.outcome !== 'completed'
-          ? { kind: 'cancelled' as const }
-          : describeResult(result);
-      if (overdue) {
-        final = overdueStatus(overdue);
-        outcome = 'timed_out';
-      } else if (refusal) {
-        final = refusal;
-        state = refusal.kind === 'cancelled' ? 'cancelled' : 'failed';
-        if (refusal.kind === 'no-change' && result.exitReason === 'llm_query_error') {
-          // The endpoint failed mid-run: a failure to retry, not the model choosing no change.
-          final = { kind: 'failed', reason: refusal.reason };
-          if (result.error) final.detail = result.error;
-          outcome = 'llm_query_error';
-        } else if (refusal.kind === 'no-change') {
-          state = 'done';
-          outcome = 'no_change';
-        }
-      } else if (signal.aborted) {
-        final = { kind: 'cancelled' };
-        state = 'cancelled';
-        outcome = 'cancelled';
+      // A follow-up always runs the model: its brief is the pull request as it is now.
+      const resumed = job.review ? undefined : await this.#resumablePublish(record);
+      if (resumed) {
+        // The change exists (this run's before a restart, or the last run's before a plain
+        // retry): only publishing is left, so the model is not asked again.
+        log.info(
+          { from: resumed.runId, pushed: resumed.pushedCommit !== undefined },
+          'resuming an unfinished publish',
+        );
+        final = await this.#finishPublish(resumed, octokit, botIdentity, mintToken, gitUrl, log);
+        state = final.kind === 'done' ? 'done' : 'failed';
+        outcome = final.kind === 'done' ? 'pull_request' : 'publish_failed';
       } else {
-        final = followUp
-          ? await publishFollowUp({
-              brief: followUp,
-              job,
-              result,
-              octokit,
-              queue: deps.queue,
-              mintToken,
-              gitUrl,
-              workRoot: join(deps.dataDir, 'publish'),
-              bot: await deps.botIdentity(),
-              noreplyDomain: noreplyDomainFor(deps.gitBaseUrl),
-              trajectoryUrl:
-                deps.publicUrl && result.trajectoryPath
-                  ? runPageUrl(deps.publicUrl, record.id)
-                  : undefined,
-              canSpend: () => budget.remaining() > 1,
-              log,
-              git: deps.git,
-            }).catch((error: unknown) => {
-              log.warn({ err: error }, 'publishing the revision failed');
-              return publishFailure(error);
-            })
-          : await this.#publish(job, record.id, result, octokit, mintToken, gitUrl, log);
-        state = final.kind === 'done' || final.kind === 'revised' ? 'done' : 'failed';
-        outcome =
-          final.kind === 'done'
-            ? 'pull_request'
-            : final.kind === 'revised'
-              ? 'revision'
-              : 'publish_failed';
+        status.update({ kind: 'running', phase: 'clone' });
+        // A follow-up on the bot's pull request starts from its head, briefed with the feedback.
+        const followUp = job.review ? await prepareFollowUp(octokit, deps.queue, job) : undefined;
+        if (followUp && 'refused' in followUp) throw new FollowUpRefused(followUp.refused);
+        let maxSteps: number | undefined;
+        const onProgress = (event: RunProgress) => {
+          if (event.kind === 'phase' && event.phase === 'agent' && event.timeoutMs !== undefined) {
+            armDeadline(event.timeoutMs);
+          }
+          phases.progress(event);
+          if (event.kind === 'phase') {
+            status.update({
+              kind: 'running',
+              phase: event.phase,
+              step: event.phase === 'agent' ? 0 : undefined,
+              maxSteps,
+            });
+          } else {
+            maxSteps = event.maxSteps;
+            status.update({
+              kind: 'running',
+              phase: 'agent',
+              step: event.step,
+              maxSteps: event.maxSteps,
+            });
+          }
+        };
+        const pipeline = deps.runPipeline({
+          runId: record.id,
+          instanceId: `${job.owner}/${job.repo}#${job.issueNumber}`,
+          repo: gitUrl,
+          getCredential: /^https?:/i.test(gitUrl)
+            ? async () => ({ username: 'x-access-token', password: await mintToken() })
+            : undefined,
+          issueText: job.issueText,
+          extraGuidance: job.guidance,
+          ...followUp?.request,
+          sandbox: deps.sandbox,
+          outDir,
+          signal,
+          onProgress,
+        });
+        pipeline.catch(() => undefined);
+        const result = await Promise.race([pipeline, abandoned]);
+        phases.end();
+        countRunResult(deps.metrics, deps.sandbox, result);
+        outcome = result.outcome;
+        const refusal =
+          signal.aborted && result.outcome !== 'completed'
+            ? { kind: 'cancelled' as const }
+            : describeResult(result);
+        if (overdue) {
+          final = overdueStatus(overdue);
+          outcome = 'timed_out';
+        } else if (refusal) {
+          final = refusal;
+          state = refusal.kind === 'cancelled' ? 'cancelled' : 'failed';
+          if (refusal.kind === 'no-change' && result.exitReason === 'llm_query_error') {
+            // The endpoint failed mid-run: a failure to retry, not the model choosing no change.
+            final = { kind: 'failed', reason: refusal.reason };
+            if (result.error) final.detail = result.error;
+            outcome = 'llm_query_error';
+          } else if (refusal.kind === 'no-change') {
+            state = 'done';
+            outcome = 'no_change';
+          }
+        } else if (signal.aborted) {
+          final = { kind: 'cancelled' };
+          state = 'cancelled';
+          outcome = 'cancelled';
+        } else if (followUp) {
+          final = await publishFollowUp({
+            brief: followUp,
+            job,
+            result,
+            octokit,
+            queue: deps.queue,
+            mintToken,
+            gitUrl,
+            workRoot: join(deps.dataDir, 'publish'),
+            bot: await botIdentity(),
+            noreplyDomain: noreplyDomainFor(deps.gitBaseUrl),
+            trajectoryUrl:
+              deps.publicUrl && result.trajectoryPath
+                ? runPageUrl(deps.publicUrl, record.id)
+                : undefined,
+            canSpend: () => budget.remaining() > 1,
+            log,
+            git: deps.git,
+          }).catch((error: unknown) => {
+            log.warn({ err: error }, 'publishing the revision failed');
+            return publishFailure(error);
+          });
+          state = final.kind === 'revised' ? 'done' : 'failed';
+          outcome = final.kind === 'revised' ? 'revision' : 'publish_failed';
+        } else {
+          final = await this.#publish(
+            job,
+            record.id,
+            result,
+            octokit,
+            botIdentity,
+            mintToken,
+            gitUrl,
+            log,
+          );
+          state = final.kind === 'done' ? 'done' : 'failed';
+          outcome = final.kind === 'done' ? 'pull_request' : 'publish_failed';
+        }
       }
     } catch (error) {
       if (error instanceof FollowUpRefused) {
@@ -448,6 +517,7 @@ export class WorkerPool {
     runId: string,
     result: RunResult,
     octokit: GitHubClient,
+    botIdentity: () => Promise<BotIdentity>,
     mintToken: () => Promise<string>,
     gitUrl: string,
     log: Logger,
@@ -462,53 +532,121 @@ export class WorkerPool {
     }
     const trajectoryUrl =
       deps.publicUrl && result.trajectoryPath ? runPageUrl(deps.publicUrl, runId) : undefined;
+    const pending: PendingPublish = {
+      version: 1,
+      runId,
+      installationId: job.installationId,
+      owner: job.owner,
+      repo: job.repo,
+      issueNumber: job.issueNumber,
+      issueTitle: job.issueTitle,
+      baseBranch: job.defaultBranch ?? 'main',
+      baseCommit: result.baseCommit,
+      patch: result.patch,
+      body: renderPrBody({
+        result,
+        issueNumber: job.issueNumber,
+        triggeredBy: job.sender.login,
+        trajectoryUrl,
+      }),
+      coAuthor: job.sender,
+      partial: result.partial,
+      verified: verificationLine(result),
+      issueText: job.issueText,
+      evidence: evidenceOf(result),
+      savedAt: new Date().toISOString(),
+    };
+    try {
+      await savePendingPublish(deps.dataDir, pending);
+    } catch (error) {
+      // Publishing can go ahead; it just could not be resumed if it failed.
+      log.warn({ err: error }, 'could not keep the change for a resumed publish');
+    }
+    return this.#finishPublish(pending, octokit, botIdentity, mintToken, gitUrl, log);
+  }
+
+  /** This run's unfinished publish (after a restart), or for a plain retry the issue's newest. */
+  async #resumablePublish(record: RunRecord<IssueJob>): Promise<PendingPublish | undefined> {
+    const { dataDir } = this.deps;
+    const own = await loadPendingPublish(dataDir, record.id);
+    if (own) return own;
+    const { job } = record;
+    // A retry with guidance asks for a different change: the model runs again.
+    if (job.source !== 'retry' || job.guidance) return undefined;
+    return findPendingPublishForIssue(dataDir, job);
+  }
+
+  async #finishPublish(
+    pending: PendingPublish,
+    octokit: GitHubClient,
+    botIdentity: () => Promise<BotIdentity>,
+    mintToken: () => Promise<string>,
+    gitUrl: string,
+    log: Logger,
+  ): Promise<StatusState> {
+    const { deps } = this;
     try {
       const published = await publishPatch({
         octokit,
-        owner: job.owner,
-        repo: job.repo,
-        issueNumber: job.issueNumber,
-        issueTitle: job.issueTitle,
-        baseBranch: job.defaultBranch ?? 'main',
-        baseCommit: result.baseCommit,
-        patch: result.patch,
+        owner: pending.owner,
+        repo: pending.repo,
+        issueNumber: pending.issueNumber,
+        issueTitle: pending.issueTitle,
+        baseBranch: pending.baseBranch,
+        baseCommit: pending.baseCommit,
+        patch: pending.patch,
         gitUrl,
         mintToken,
         workRoot: join(deps.dataDir, 'publish'),
-        bot: await deps.botIdentity(),
-        coAuthor: job.sender,
+        bot: await botIdentity(),
+        coAuthor: pending.coAuthor,
         noreplyDomain: noreplyDomainFor(deps.gitBaseUrl),
-        body: renderPrBody({
-          result,
-          issueNumber: job.issueNumber,
-          triggeredBy: job.sender.login,
-          trajectoryUrl,
-        }),
+        body: pending.body,
         log,
         git: deps.git,
+        pushedCommit: pending.pushedCommit,
+        onPushed: (commit) =>
+          savePendingPublish(deps.dataDir, {
+            ...pending,
+            pushedCommit: commit,
+            savedAt: new Date().toISOString(),
+          }).catch((error: unknown) =>
+            log.warn({ err: error }, 'could not record the pushed commit'),
+          ),
       });
-      // What a follow-up on this pull request needs to know (revision-record.ts).
-      writePublishedAttempt(deps.queue, issueKey(job), {
-        prNumber: published.prNumber,
-        branch: published.branch,
-        baseBranch: job.defaultBranch ?? 'main',
-        baseCommit: result.baseCommit,
-        head: published.commit,
-        issueTitle: job.issueTitle,
-        issueText: job.issueText,
-        revision: 1,
-        evidence: evidenceOf(result),
-      });
+      // What a follow-up on this pull request is briefed with (revision-record.ts).
+      const issueText = pending.issueText ?? deps.queue.get(pending.runId)?.job.issueText;
+      if (issueText !== undefined) {
+        writePublishedAttempt(deps.queue, issueKey(pending), {
+          prNumber: published.prNumber,
+          branch: published.branch,
+          baseBranch: pending.baseBranch,
+          baseCommit: pending.baseCommit,
+          head: published.commit,
+          issueTitle: pending.issueTitle,
+          issueText,
+          revision: 1,
+          evidence: pending.evidence,
+        });
+      }
+      await removePendingPublishes(deps.dataDir, pending).catch((error: unknown) =>
+        log.warn({ err: error }, 'could not forget the finished publish'),
+      );
       return {
         kind: 'done',
         prNumber: published.prNumber,
         prUrl: published.prUrl,
-        partial: result.partial,
-        verified: verificationLine(result),
+        partial: pending.partial,
+        verified: pending.verified,
       };
     } catch (error) {
       log.warn({ err: error }, 'publishing failed');
-      return publishFailure(error);
+      if (!mayPublishLater(error)) {
+        // Kept, it would make every plain retry fail the same way instead of running the model.
+        await removePendingPublish(deps.dataDir, pending.runId).catch(() => undefined);
+        return publishFailure(error);
+      }
+      return publishFailure(error, await loadPendingPublish(deps.dataDir, pending.runId));
     }
   }
 }
@@ -525,10 +663,13 @@ function overdueStatus(overdue: JobOverdue): StatusState {
  * The status for a failed publish. The error carries git's output, which names files from the
  * patch (written by the model): shown in a code block, so it cannot ping or link anyone.
  */
-export function publishFailure(error: unknown): StatusState {
+export function publishFailure(error: unknown, kept?: PendingPublish): StatusState {
+  const resume = kept
+    ? ' The change is kept: comment `/frognano retry` with nothing after it to publish it without running the model again.'
+    : '';
   return {
     kind: 'failed',
-    reason: 'the change was made, but pushing the branch or opening the draft pull request failed:',
+    reason: `the change was made, but pushing the branch or opening the draft pull request failed.${resume} The error:`,
     detail: redactSecrets(error instanceof Error ? error.message : String(error)),
   };
 }

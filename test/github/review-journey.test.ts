@@ -11,6 +11,7 @@ import { REST_CALLS_PER_RUN } from '../../src/github/rest-budget.js';
 import { SYSTEM_PROMPT } from '../../src/leaf/protocol.js';
 import { finalAnswer, toolCall, type ScriptStep } from '../support/scripted-model-server.js';
 import {
+  mockBotIdentity,
   mockGitHub,
   mockPlainComments,
   mockPullRequest,
@@ -138,10 +139,12 @@ async function firstAttempt(
 ): Promise<First> {
   const gh = newGitHubMock();
   mocks(gh);
+  // Probot's real App auth: the App asks GitHub who it is, git wants minted tokens.
+  mockBotIdentity(gh);
   mockStatusComment(gh, 1);
   let prBody = '';
   mockPullRequest(gh, 1, 7, (body) => (prBody = String(body.body)));
-  harness = await startHarness({ script: [...FIRST_RUN, ...extraScript] });
+  harness = await startHarness({ script: [...FIRST_RUN, ...extraScript], gitHttp: gh });
   const payload = labeledPayload({
     sender: maintainer,
     issueTitle: 'add() subtracts instead of adding',
@@ -178,6 +181,7 @@ function mockFollowUp(
     path: `${REPO_PATH}/pulls/7`,
     status: 200,
     persist: true,
+    auth: 'installation',
     reply: () => ({
       number: 7,
       title: 'frognano: add() subtracts instead of adding',
@@ -194,6 +198,7 @@ function mockFollowUp(
     path: '/graphql',
     body: (b) => String(b.query).includes('reviewThreads') && b.variables !== undefined,
     status: 200,
+    auth: 'installation',
     reply: (b) => {
       expect(b.variables).toEqual({ owner: OWNER, repo: REPO, number: 7 });
       return {
@@ -210,6 +215,7 @@ function mockFollowUp(
       path: `${REPO_PATH}/pulls/7`,
       body: (b) => b.draft === undefined && b.state === undefined,
       status: 200,
+      auth: 'installation',
       reply: (body) => {
         patchedBodies.push(String(body.body));
         return { number: 7 };
@@ -221,6 +227,7 @@ function mockFollowUp(
       method: 'POST',
       path: /^\/repos\/Codertocat\/Hello-World\/pulls\/7\/comments\/\d+\/replies$/,
       status: 201,
+      auth: 'installation',
       times: options.replies,
       reply: (body) => {
         replies.push({ id: '', body: String(body.body) });
@@ -330,6 +337,9 @@ describe('follow-up on the draft pull request', () => {
     expect(gh.statusBodies.at(-1)).toContain('Answered 2 of the 2 review threads');
     expect(gh.reactions).toContain('eyes');
 
+    // Every request carried the credential GitHub wants (App JWT or a minted token).
+    expect(gh.authFailures).toEqual([]);
+
     // Within the run's REST budget.
     const calls = gh.calls.slice(callsBefore);
     expect(calls.length, calls.join('\n')).toBeLessThanOrEqual(REST_CALLS_PER_RUN);
@@ -388,6 +398,7 @@ describe('follow-up guards', () => {
     expect(status).toContain(`it is now at \`${humanCommit.slice(0, 12)}\``);
     expect(status).toContain('nothing was pushed');
     expect(status).toContain('Comment `/frognano <what to change>` on this pull request');
+    expect(first.gh.authFailures).toEqual([]);
     // The reaction went on the triggering PR comment.
     expect(first.gh.calls).toContain(`POST ${REPO_PATH}/issues/comments/4242/reactions`);
   }, 180_000);
@@ -419,12 +430,14 @@ describe('follow-up guards', () => {
       method: 'GET',
       path: `${REPO_PATH}/collaborators/outsider/permission`,
       status: 200,
+      auth: 'installation',
       reply: () => ({ permission: 'read', role_name: 'triage' }),
     });
     gh.intercept({
       method: 'GET',
       path: `${REPO_PATH}/collaborators/Codertocat/permission`,
       status: 200,
+      auth: 'installation',
       reply: () => ({ permission: 'admin', role_name: 'admin' }),
     });
     mockPlainComments(gh, 7);
@@ -433,6 +446,7 @@ describe('follow-up guards', () => {
       method: 'GET',
       path: `${REPO_PATH}/pulls/9`,
       status: 200,
+      auth: 'installation',
       reply: () => ({
         number: 9,
         title: 'A human change',
@@ -483,6 +497,7 @@ describe('follow-up guards', () => {
         method: 'POST',
         path: `${REPO_PATH}/pulls/comments/5151/reactions`,
         status: 201,
+        auth: 'installation',
         reply: (body) => {
           gh.reactions.push(`review-comment:${String(body.content)}`);
           return { id: 1 };
