@@ -12,10 +12,13 @@ import { commitMessage } from './commit-message.js';
 import type { GitHubClient } from './octokit.js';
 import {
   type BotIdentity,
+  GIT_RETRY_DELAYS_MS,
+  type GitResult,
   type GitRunner,
   gitEnvironment,
   PublishError,
   runGit,
+  TRANSIENT_GIT_FAILURE,
 } from './publish.js';
 import { withRevision } from './pr-revisions.js';
 
@@ -45,6 +48,8 @@ export interface PublishRevisionParams {
   canSpend: () => boolean;
   log: Logger;
   git?: GitRunner;
+  /** Backoff for git commands that failed transiently (default GIT_RETRY_DELAYS_MS). */
+  retryDelaysMs?: number[];
 }
 
 export type PublishRevisionResult =
@@ -59,7 +64,8 @@ export async function publishRevision(p: PublishRevisionParams): Promise<Publish
   }
   const git = p.git ?? runGit;
   await mkdir(p.workRoot, { recursive: true });
-  const dir = await mkdtemp(join(p.workRoot, 'revision-'));
+  // `publish-<pid>-`: start-up cleanup (removeStalePublishDirs) finds it after a crash.
+  const dir = await mkdtemp(join(p.workRoot, `publish-${process.pid}-revision-`));
   const tree = join(dir, 'tree');
   const home = join(dir, 'home');
   await mkdir(tree);
@@ -69,22 +75,35 @@ export async function publishRevision(p: PublishRevisionParams): Promise<Publish
     registerSecret(token);
     const env = gitEnvironment(home, p.gitUrl, token);
     const exec = (args: string[]) => git(args, { cwd: tree, env });
+    const failure = (what: string, r: GitResult, transient = false) =>
+      new PublishError(
+        `${what} failed: ${redactSecrets(r.stderr.trim() || r.stdout.trim()).slice(-2000)}`,
+        { transient },
+      );
     const run = async (args: string[], what: string): Promise<string> => {
       const r = await exec(args);
-      if (r.code !== 0) {
-        throw new PublishError(
-          `${what} failed: ${redactSecrets(r.stderr.trim() || r.stdout.trim()).slice(-2000)}`,
-        );
-      }
+      if (r.code !== 0) throw failure(what, r);
       return r.stdout;
     };
+    // Reads from the remote are retried after a backoff when the server or network failed.
+    const delays = p.retryDelaysMs ?? GIT_RETRY_DELAYS_MS;
+    const runRemote = async (args: string[], what: string): Promise<string> => {
+      for (let attempt = 0; ; attempt++) {
+        const r = await exec(args);
+        if (r.code === 0) return r.stdout;
+        const transient = TRANSIENT_GIT_FAILURE.test(`${r.stderr}\n${r.stdout}`);
+        if (!transient || attempt >= delays.length) throw failure(what, r, transient);
+        p.log.warn({ what, attempt: attempt + 1 }, 'git failed transiently; retrying');
+        await new Promise((resolve) => setTimeout(resolve, delays[attempt]));
+      }
+    };
     const remoteHead = async (): Promise<string> =>
-      (await run(['ls-remote', p.gitUrl, `refs/heads/${p.branch}`], 'reading the branch')).split(
-        /\s+/,
-      )[0] ?? '';
+      (
+        await runRemote(['ls-remote', p.gitUrl, `refs/heads/${p.branch}`], 'reading the branch')
+      ).split(/\s+/)[0] ?? '';
 
     await run(['init', '-q'], 'git init');
-    await run(
+    await runRemote(
       ['fetch', '-q', '--no-tags', '--depth=1', p.gitUrl, p.head],
       'fetching the pull request head',
     );
@@ -113,15 +132,20 @@ export async function publishRevision(p: PublishRevisionParams): Promise<Publish
     if (before !== p.head) return { kind: 'moved', now: before };
     // No force of any kind: git itself refuses anything but a fast-forward, so a push that
     // lands between the check above and this one is not overwritten either.
-    const pushed = await exec(['push', '-q', p.gitUrl, `HEAD:refs/heads/${p.branch}`]);
-    if (pushed.code !== 0) {
+    for (let attempt = 0; ; attempt++) {
+      const pushed = await exec(['push', '-q', p.gitUrl, `HEAD:refs/heads/${p.branch}`]);
+      if (pushed.code === 0) break;
+      // What the branch holds now decides: ours (applied, answer lost), someone else's, or
+      // still the head (the push failed; a transient failure is tried again).
       const now = await remoteHead();
-      if (now !== p.head && now !== commit) return { kind: 'moved', now };
-      if (now !== commit) {
-        throw new PublishError(
-          `pushing ${p.branch} failed: ${redactSecrets(pushed.stderr.trim()).slice(-2000)}`,
-        );
+      if (now === commit) break;
+      if (now !== p.head) return { kind: 'moved', now };
+      const transient = TRANSIENT_GIT_FAILURE.test(`${pushed.stderr}\n${pushed.stdout}`);
+      if (!transient || attempt >= delays.length) {
+        throw failure(`pushing ${p.branch}`, pushed, transient);
       }
+      p.log.warn({ attempt: attempt + 1 }, 'push failed transiently; retrying');
+      await new Promise((resolve) => setTimeout(resolve, delays[attempt]));
     }
     p.log.info({ branch: p.branch, commit, parent: p.head }, 'pushed revision');
 
