@@ -152,6 +152,8 @@ try {
   } else if (error instanceof Error && isOneLineFailure(error)) {
     // A model server's answer (e.g. the models it serves) can be part of the message.
     process.stderr.write(`frognano: ${terminalText(error.message)}\n`);
+    // Another process owns the data directory: a refusal to start, not bad usage.
+    if (error.name === 'DataDirBusyError') process.exitCode = 1;
   } else {
     process.stderr.write(
       `frognano: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
@@ -167,5 +169,6 @@ function isOneLineFailure(error: Error): boolean {
     'RepoConfigError',
     'AppConfigError',
     'SandboxImageError',
+    'DataDirBusyError',
   ].includes(error.name);
 }

@@ -73,6 +73,62 @@ describe('npm start', () => {
   }, 180_000);
 });
 
+describe('frognano worker on a data directory another process holds', () => {
+  it('refuses with the one line naming the owner, no stack trace, exit 1', async () => {
+    const dataDir = path.join(work, 'busy-data');
+    const holder = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        path.resolve('test/queue/lock-holder-child.ts'),
+        dataDir,
+        'start',
+        'intake',
+        'worker',
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    try {
+      await new Promise<void>((resolve, reject) => {
+        holder.stdout.on('data', (c: Buffer) => c.toString().includes('locked') && resolve());
+        holder.once('exit', (code) => reject(new Error(`lock holder exited with ${code}`)));
+      });
+      const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [path.resolve('bin/frognano.js'), 'worker'], {
+          cwd: work,
+          env: {
+            PATH: process.env.PATH,
+            HOME: process.env.HOME,
+            APP_ID: '1',
+            PRIVATE_KEY: github.privateKey,
+            WEBHOOK_SECRET: 'secret',
+            GITHUB_API_URL: github.url,
+            FROGNANO_MODEL_URL: model.baseUrl,
+            FROGNANO_DATA_DIR: dataDir,
+            FROGNANO_SANDBOX: 'local',
+          },
+        });
+        let stderr = '';
+        child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+        child.stdout.resume();
+        child.once('exit', (code) => resolve({ code, stderr }));
+      });
+      const lines = result.stderr.split('\n').filter((line) => line && !line.startsWith('{'));
+      expect(lines, result.stderr).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `^frognano: the data directory .* is in use by frognano start \\(pid ${holder.pid} on .*\\) for its runs: stop that process first, or give this one its own FROGNANO_DATA_DIR$`,
+          ),
+        ),
+      ]);
+      expect(result.code).toBe(1);
+    } finally {
+      holder.kill('SIGKILL');
+    }
+  }, 60_000);
+});
+
 async function processCommand(pid: number): Promise<string> {
   const { readFile } = await import('node:fs/promises');
   return (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter(Boolean).join(' ');
