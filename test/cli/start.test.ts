@@ -1,9 +1,11 @@
 // `npm start` as an operator runs it: it builds, runs compiled JavaScript with node (no tsx),
 // and a SIGTERM to the process it started stops the App.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { parseEnv } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   startScriptedModelServer,
@@ -31,6 +33,9 @@ describe('npm start', () => {
     const child = spawn('npm', ['start'], {
       cwd: path.resolve('.'),
       env: {
+        // `npm start` loads ./.env, where a user's own App lives after registration; it never
+        // overrides a variable that is set, so every documented one is set to its default.
+        ...parseEnv(readFileSync(path.resolve('.env.example'), 'utf8')),
         PATH: process.env.PATH,
         HOME: process.env.HOME,
         APP_ID: '1',
