@@ -134,6 +134,25 @@ describe('frognano worker on a data directory another process holds', () => {
   }, 60_000);
 });
 
+describe('frognano worker without the App credentials', () => {
+  it('refuses in one line that says what to set, no stack trace', async () => {
+    const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [path.resolve('bin/frognano.js'), 'worker'], {
+        cwd: work,
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, FROGNANO_SANDBOX: 'local' },
+      });
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+      child.stdout.resume();
+      child.once('exit', (code) => resolve({ code, stderr }));
+    });
+    expect(result.stderr).toMatch(
+      /^frognano: APP_ID and PRIVATE_KEY \(or PRIVATE_KEY_PATH\) must be set to run workers: .+\n$/,
+    );
+    expect(result.code).toBe(2);
+  }, 60_000);
+});
+
 async function processCommand(pid: number): Promise<string> {
   const { readFile } = await import('node:fs/promises');
   return (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter(Boolean).join(' ');
