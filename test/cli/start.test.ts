@@ -34,8 +34,14 @@ describe('npm start', () => {
       cwd: path.resolve('.'),
       env: {
         // `npm start` loads ./.env, where a user's own App lives after registration; it never
-        // overrides a variable that is set, so every documented one is set to its default.
-        ...parseEnv(readFileSync(path.resolve('.env.example'), 'utf8')),
+        // overrides a variable that is set, so every documented one is set to its default
+        // (the commented-out `# NAME=` ones to empty: unset).
+        ...parseEnv(
+          readFileSync(path.resolve('.env.example'), 'utf8').replace(
+            /^# ([A-Z][A-Z0-9_]*)=.*$/gm,
+            '$1=',
+          ),
+        ),
         PATH: process.env.PATH,
         HOME: process.env.HOME,
         APP_ID: '1',
