@@ -159,6 +159,31 @@ describe('frognano worker without the App credentials', () => {
   }, 60_000);
 });
 
+describe('frognano start without credentials in production (the Docker image)', () => {
+  it('says in one line that the registration flow is off and what to set', async () => {
+    const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [path.resolve('bin/frognano.js'), 'start'], {
+        cwd: work,
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          NODE_ENV: 'production',
+          PORT: '0',
+          FROGNANO_SANDBOX: 'local',
+        },
+      });
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+      child.stdout.resume();
+      child.once('exit', (code) => resolve({ code, stderr }));
+    });
+    expect(result.stderr).toMatch(
+      /^frognano: APP_ID and PRIVATE_KEY \(or PRIVATE_KEY_PATH\) are not set, and NODE_ENV=production turns the registration flow off: .+\n$/,
+    );
+    expect(result.code).toBe(2);
+  }, 60_000);
+});
+
 async function processCommand(pid: number): Promise<string> {
   const { readFile } = await import('node:fs/promises');
   return (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter(Boolean).join(' ');
