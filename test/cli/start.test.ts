@@ -184,6 +184,46 @@ describe('frognano start without credentials in production (the Docker image)', 
   }, 60_000);
 });
 
+describe('frognano start on a port already in use', () => {
+  it('says so in one line (no stack trace), exit 1', async () => {
+    const { createServer } = await import('node:net');
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [path.resolve('bin/frognano.js'), 'start'], {
+          cwd: work,
+          env: {
+            PATH: process.env.PATH,
+            HOME: process.env.HOME,
+            APP_ID: '1',
+            PRIVATE_KEY: github.privateKey,
+            WEBHOOK_SECRET: 'secret',
+            GITHUB_API_URL: github.url,
+            FROGNANO_MODEL_URL: model.baseUrl,
+            FROGNANO_DATA_DIR: path.join(work, 'port-data'),
+            FROGNANO_SANDBOX: 'local',
+            PORT: String(port),
+            HOST: '127.0.0.1',
+          },
+        });
+        let stderr = '';
+        child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+        child.stdout.resume();
+        child.once('exit', (code) => resolve({ code, stderr }));
+      });
+      const lines = result.stderr.split('\n').filter((line) => line && !line.startsWith('{'));
+      expect(lines, result.stderr).toEqual([
+        `frognano: Port ${port} is already in use. You can define the PORT environment variable to use a different port.`,
+      ]);
+      expect(result.code).toBe(1);
+    } finally {
+      taken.close();
+    }
+  }, 60_000);
+});
+
 async function processCommand(pid: number): Promise<string> {
   const { readFile } = await import('node:fs/promises');
   return (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter(Boolean).join(' ');
