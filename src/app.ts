@@ -25,7 +25,7 @@ import { lockDataDir, type DataDirHalf } from './queue/data-dir-lock.js';
 import { startRetention } from './queue/retention.js';
 import { reap } from './sandbox/reap.js';
 import { runPipeline } from './runner/run.js';
-import { loadAppConfig, type AppConfig } from './github/app-config.js';
+import { AppConfigError, loadAppConfig, type AppConfig } from './github/app-config.js';
 import { Intake } from './github/intake.js';
 import type { IssueJob } from './github/job.js';
 import { KeyedLock } from './github/keyed-lock.js';
@@ -161,7 +161,15 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
 
   if (!config.credentials) {
     if (mode === 'worker') {
-      throw new Error('APP_ID and PRIVATE_KEY (or PRIVATE_KEY_PATH) must be set to run workers');
+      throw new AppConfigError([
+        'APP_ID and PRIVATE_KEY (or PRIVATE_KEY_PATH) must be set to run workers: run `frognano start` once to register the App (it writes them to .env), or set them from the App settings',
+      ]);
+    }
+    // Probot serves no registration flow in production (the Docker image sets NODE_ENV).
+    if (env.NODE_ENV === 'production') {
+      throw new AppConfigError([
+        'APP_ID and PRIVATE_KEY (or PRIVATE_KEY_PATH) are not set, and NODE_ENV=production turns the registration flow off: register the App once elsewhere (`npm start` without NODE_ENV) or create it by hand, then set APP_ID, PRIVATE_KEY and WEBHOOK_SECRET',
+      ]);
     }
     log.warn('APP_ID or the private key is missing: serving the GitHub App registration flow');
     const port = config.port === 0 ? await freePort(config.host) : config.port;
