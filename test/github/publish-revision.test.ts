@@ -107,9 +107,10 @@ describe('publishRevision', () => {
     const commit = branchHead();
     expect(result).toMatchObject({ commit });
     expect(git(bare, 'rev-parse', `${commit}^`).trim()).toBe(head);
-    expect(bodies[0]).toContain('### Revision 2 (latest)');
-    expect(bodies[0]).toContain(`commit ${commit}`);
-    expect(bodies[0].startsWith('first run\n\n')).toBe(true);
+    const body = bodies[0] ?? '';
+    expect(body).toContain('### Revision 2 (latest)');
+    expect(body).toContain(`commit ${commit}`);
+    expect(body.startsWith('first run\n\n')).toBe(true);
     expect(replies).toEqual([`🐸 Addressed in ${commit} (revision 2); please review.`]);
     // Every git request carried the token as a header, never in the URL.
     expect(server.urls.some((u) => u.includes(TOKEN))).toBe(false);
