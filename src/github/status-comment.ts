@@ -199,7 +199,7 @@ export function describeResult(run: RunResult): StatusState | undefined {
   if (result.violations.length > 0) {
     return {
       kind: 'failed',
-      reason: `the change touched paths the bot may not change, so no pull request was opened: ${result.violations
+      reason: `the change touched paths the bot may not change, so it was not published: ${result.violations
         .map((v) => `${v.rule} ${inlineCode(v.detail)}`)
         .join(', ')}.`,
     };
