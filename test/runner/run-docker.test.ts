@@ -39,6 +39,7 @@ import {
   finalAnswer,
   startScriptedModelServer,
   toolCall,
+  toolCalls,
   type ScriptStep,
 } from '../support/scripted-model-server.js';
 
@@ -210,6 +211,42 @@ describeDocker('runPipeline with the Docker sandbox', () => {
       // The forgery works on its own terms, and is reported as the agent's, not as the verdict.
       expect(result.agentTests).toMatchObject({ exitCode: 0 });
       expect(result.patchFacts!.harnessFiles).toEqual(['conftest.py']);
+    } finally {
+      await m.close();
+    }
+    expect(await labelledContainers(runId)).toEqual([]);
+  });
+
+  it('a new pytest.py or dataclasses.py at the root shadowing the runner yields "after: fail"', async () => {
+    // `python3 -m pytest` puts the repository root first on sys.path: a new module there
+    // replaces pytest itself, or a module pytest imports, before any test runs.
+    const repo = createPythonRepo(mkdtempSync(path.join(root, 'shadow-')));
+    const m = await deps([
+      toolCalls([
+        {
+          name: 'Write',
+          arguments: {
+            file_path: 'pytest.py',
+            content: "print('===== 1 passed in 0.01s =====')\nraise SystemExit(0)\n",
+          },
+        },
+        {
+          name: 'Write',
+          arguments: { file_path: 'dataclasses.py', content: 'import os\nos._exit(0)\n' },
+        },
+      ]),
+      finalAnswer('Fixed.'),
+    ]);
+    const runId = `t-docker-shadow-${Date.now()}`;
+    try {
+      const result = await runPipeline(
+        request(repo.dir, runId, path.join(root, 'out-shadow')),
+        m.deps,
+      );
+      expect(result.outcome).toBe('completed');
+      expect(result.verifyBefore).toMatchObject({ exitCode: 1 });
+      expect(result.verifyAfter).toMatchObject({ exitCode: 1, timedOut: false });
+      expect(result.patchFacts!.harnessFiles).toEqual(['dataclasses.py', 'pytest.py']);
     } finally {
       await m.close();
     }
