@@ -54,6 +54,8 @@ export interface HarnessOptions {
   mode?: 'all' | 'serve' | 'worker';
   /** The App's logger (default silent). */
   log?: pino.Logger;
+  /** See StartAppOptions.webhookBodyTimeoutMs. */
+  webhookBodyTimeoutMs?: number;
 }
 
 export interface Harness {
@@ -104,6 +106,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     Octokit: FastOctokit,
     pollMs: 50,
     intakeRetryMs: 200,
+    ...(options.webhookBodyTimeoutMs ? { webhookBodyTimeoutMs: options.webhookBodyTimeoutMs } : {}),
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
