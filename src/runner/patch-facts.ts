@@ -24,6 +24,11 @@ const HARNESS_GLOBS = [
   'sitecustomize.py',
   'usercustomize.py',
   '*.pth',
+  // Installed-package metadata: pytest loads the [pytest11] entry points of every distribution
+  // on sys.path as plugins, and `python3 -m pytest` puts the repository root there.
+  'entry_points.txt',
+  '**/*.dist-info/**',
+  '**/*.egg-info/**',
   // JavaScript: scripts, npm's own settings (script-shell), runner and transform configs.
   'package.json',
   '.npmrc',

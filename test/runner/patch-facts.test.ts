@@ -28,6 +28,10 @@ describe('isHarnessFile and isTestFile', () => {
       '.mocharc.yml',
       'Makefile',
       '.cargo/config.toml',
+      // Installed-package metadata on sys.path: its [pytest11] entry points load as plugins.
+      'frog.dist-info/entry_points.txt',
+      'frog.dist-info/METADATA',
+      'src/frog.egg-info/entry_points.txt',
     ]) {
       expect(isHarnessFile(file), file).toBe(true);
     }
