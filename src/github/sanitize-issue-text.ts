@@ -182,6 +182,22 @@ function hiddenParts(source: string): Edit[] {
         return;
       case 'inlineCode':
         return;
+      case 'table': {
+        // GFM drops the cells of a row beyond the header's count: they never show.
+        const columns = node.children[0]?.children.length ?? 0;
+        for (const row of node.children) {
+          const excess = row.children.slice(columns);
+          if (excess.length > 0) {
+            edits.push({
+              start: range(excess[0]!).start,
+              end: range(excess.at(-1)!).end,
+              text: '',
+            });
+          }
+          for (const cell of row.children.slice(0, columns)) visit(cell);
+        }
+        return;
+      }
       case 'text': {
         const { start, end } = range(node);
         const slice = source.slice(start, end);

@@ -44,6 +44,9 @@ describe('sanitizeIssueText', () => {
     // A link with no text renders as nothing at all; its destination never shows.
     ['a link with no text', `Fix the bug.[](<${INJECT}>)`],
     ['a link with only spaces', `Fix the bug.[ ](<${INJECT}>)`],
+    // GFM ignores the cells of a row beyond the header's count.
+    ['cells beyond the header row', `Fix the bug.\n\n| a |\n|---|\n| b | ${INJECT} |`],
+    ['cells beyond the header, no pipes', `Fix the bug.\n\n| a | b |\n|---|---|\nc|d|${INJECT}`],
     ['a reference link with no text', `Fix the bug.[][r]\n\n[r]: <${INJECT}>`],
   ])('removes %s', (_name, attack) => {
     const out = sanitizeIssueText(attack);
