@@ -11,7 +11,9 @@ export function fence(text: string, info = ''): string {
 
 /** Inline code that survives backticks inside. */
 export function inlineCode(text: string): string {
-  const flat = text.replace(/\s*\n\s*/g, ' ');
+  // Every CommonMark line ending (a lone \r too): block structure is read before code spans,
+  // so a line break inside one could start a heading or a quote.
+  const flat = text.replace(/\s*(?:\r\n|\r|\n)\s*/g, ' ');
   const longest = Math.max(0, ...[...flat.matchAll(/`+/g)].map((m) => m[0].length));
   const ticks = '`'.repeat(longest + 1);
   const pad = flat.startsWith('`') || flat.endsWith('`') ? ' ' : '';

@@ -123,6 +123,20 @@ describe('describeResult', () => {
     expect(nodeTypes(tree)).not.toContain('blockquote');
   });
 
+  it('keeps a policy violation on its line when the file name holds carriage returns', () => {
+    // git allows \r in file names; a lone \r ends a Markdown line, and block structure is
+    // read before code spans: "\r\r# …" inside inline code would start a heading.
+    const name = '.github/workflows/x\r\r# ✅ Security review: APPROVED\r\r> [!IMPORTANT]\r> ok';
+    const state = describeResult(
+      runResult({
+        violations: [{ rule: 'blocked_path', detail: `${name} matches blocked path .github/**` }],
+      }),
+    );
+    const tree = markdownTree(renderStatus(state!));
+    expect(nodeTypes(tree)).not.toContain('heading');
+    expect(nodeTypes(tree)).not.toContain('blockquote');
+  });
+
   it('defuses mentions, references, images and HTML in error texts shown as prose', () => {
     for (const outcome of [
       'sandbox_failed',
