@@ -16,6 +16,9 @@ const HARNESS_GLOBS = [
   'conftest.py',
   'pytest.ini',
   '.pytest.ini',
+  // pytest 9 reads its settings from these too, before pytest.ini.
+  'pytest.toml',
+  '.pytest.toml',
   'tox.ini',
   'setup.cfg',
   'pyproject.toml',

@@ -13,6 +13,8 @@ describe('isHarnessFile and isTestFile', () => {
       'conftest.py',
       'tests/unit/conftest.py',
       'pytest.ini',
+      'pytest.toml',
+      '.pytest.toml',
       'tox.ini',
       'setup.cfg',
       'pyproject.toml',
