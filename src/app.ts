@@ -69,6 +69,8 @@ export interface StartAppOptions {
   pollMs?: number;
   /** Wait before deliveries whose permission check failed are tried again (default 30 s). */
   intakeRetryMs?: number;
+  /** A webhook body not complete this long after its request arrived is cut (default 10 s). */
+  webhookBodyTimeoutMs?: number;
 }
 
 export interface RunningApp {
@@ -363,7 +365,12 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       return appFn(app, appOptions);
     });
     httpServer = await server.start().catch(failStart);
-    guardWebhookBodies(httpServer, config.webhookPath, log);
+    guardWebhookBodies(
+      httpServer,
+      config.webhookPath,
+      log,
+      options.webhookBodyTimeoutMs ?? WEBHOOK_BODY_TIMEOUT_MS,
+    );
     // Deliveries recorded before a crash but not yet handled.
     void intake.kick();
   }
@@ -396,6 +403,13 @@ export const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
 /** All webhook bodies being read at once may hold at most this much memory. */
 export const MAX_WEBHOOK_BYTES_IN_FLIGHT = 4 * MAX_WEBHOOK_BYTES;
 
+/**
+ * GitHub gives up on a delivery that takes more than 10 s; a body still arriving after that is
+ * not GitHub's, and would hold its share of the in-flight budget for Node's 5-minute request
+ * timeout: four such senders would turn every real delivery away.
+ */
+export const WEBHOOK_BODY_TIMEOUT_MS = 10_000;
+
 /** The raw body of the webhook request being handled (its hash detects replays). */
 const webhookBody = new AsyncLocalStorage<{ sha256: string }>();
 
@@ -420,7 +434,12 @@ function webhookPathname(url: string): string | undefined {
  * connection closed. The body read is handed to Probot as `rawBody` (which its middleware
  * takes instead of reading the stream), and its SHA-256 to our handler.
  */
-function guardWebhookBodies(server: HttpServer, webhookPath: string, log: Logger): void {
+function guardWebhookBodies(
+  server: HttpServer,
+  webhookPath: string,
+  log: Logger,
+  bodyTimeoutMs: number,
+): void {
   const target = webhookPathname(webhookPath);
   const listeners = server.listeners('request') as ((
     req: IncomingMessage,
@@ -439,7 +458,7 @@ function guardWebhookBodies(server: HttpServer, webhookPath: string, log: Logger
       log.warn({ url: (req.url ?? '').slice(0, 200), bytes, status }, why);
       if (!res.headersSent) {
         res.writeHead(status, { connection: 'close', 'content-type': 'text/plain' });
-        res.end(status === 413 ? 'payload too large\n' : 'busy\n');
+        res.end(status === 413 ? 'payload too large\n' : status === 408 ? 'too slow\n' : 'busy\n');
       }
     };
     const declared = Number(req.headers['content-length'] ?? 0);
@@ -450,8 +469,16 @@ function guardWebhookBodies(server: HttpServer, webhookPath: string, log: Logger
     const chunks: Buffer[] = [];
     let received = 0;
     let done = false;
+    const slow = setTimeout(() => {
+      if (done) return;
+      stop();
+      req.pause();
+      refuse(408, 'webhook body slower than GitHub sends: connection cut', received);
+      req.socket.destroy();
+    }, bodyTimeoutMs).unref();
     const stop = () => {
       done = true;
+      clearTimeout(slow);
       inFlight -= received;
       req.removeListener('data', onData);
       req.removeListener('end', onEnd);
