@@ -384,6 +384,7 @@ function jobFor(deliveryId: string, decision: Extract<AcceptedTrigger, { kind: '
     sender: decision.sender,
     source: decision.source,
     guidance: decision.guidance ? sanitizeIssueText(decision.guidance) || undefined : undefined,
+    ...(decision.attempts !== undefined ? { attempts: decision.attempts } : {}),
     deliveryId,
   };
 }

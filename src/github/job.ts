@@ -15,6 +15,8 @@ export const IssueJob = z.object({
   source: z.enum(['label', 'retry']),
   /** Already sanitized. */
   guidance: z.string().optional(),
+  /** Parallel attempts asked for by `/frognano retry xN` (the repository config's otherwise). */
+  attempts: z.number().int().min(1).max(8).optional(),
   deliveryId: z.string(),
 });
 export type IssueJob = z.infer<typeof IssueJob>;

@@ -57,7 +57,12 @@ export interface TriggerTarget {
 
 export type TriggerDecision =
   | { kind: 'ignore'; reason: string }
-  | ({ kind: 'run'; source: 'label' | 'retry'; guidance?: string } & TriggerTarget)
+  | ({
+      kind: 'run';
+      source: 'label' | 'retry';
+      guidance?: string;
+      attempts?: number;
+    } & TriggerTarget)
   | ({ kind: 'cancel' } & TriggerTarget)
   | ({ kind: 'refuse'; reason: 'closed' | 'locked' } & TriggerTarget);
 
@@ -70,12 +75,13 @@ export function isBot(user: { login: string; type?: string | undefined }): boole
   return user.type === 'Bot' || /\[bot\]$/i.test(user.login);
 }
 
-export type Command = { verb: 'retry'; guidance?: string } | { verb: 'cancel' };
+export type Command = { verb: 'retry'; guidance?: string; attempts?: number } | { verb: 'cancel' };
 
 /**
- * A command is the whole comment: its first line is `/frognano retry [guidance]` or exactly
- * `/frognano cancel`. Retry guidance may continue on the following lines. A command quoted in a
- * reply, buried in prose or glued to other words (`/frognano retrying`) is not a command.
+ * A command is the whole comment: its first line is `/frognano retry [xN] [guidance]` or
+ * exactly `/frognano cancel`. Retry guidance may continue on the following lines; `xN` (N from
+ * 1 to 8, right after `retry`) asks for N parallel attempts. A command quoted in a reply, buried in prose or glued to other words
+ * (`/frognano retrying`) is not a command.
  */
 export function parseCommand(body: string): Command | undefined {
   const text = body.replace(/\r\n?/g, '\n').trim();
@@ -84,7 +90,12 @@ export function parseCommand(body: string): Command | undefined {
   const verb = (m[1] ?? '').toLowerCase();
   const rest = (m[2] ?? '').trim();
   if (verb === 'cancel') return rest === '' ? { verb: 'cancel' } : undefined;
-  return rest === '' ? { verb: 'retry' } : { verb: 'retry', guidance: rest };
+  const count = /^[x×]([1-8])(?=$|[ \t\n])([\s\S]*)$/i.exec(rest);
+  const attempts = count ? { attempts: Number(count[1]) } : {};
+  const guidance = (count ? (count[2] ?? '') : rest).trim();
+  return guidance === ''
+    ? { verb: 'retry', ...attempts }
+    : { verb: 'retry', guidance, ...attempts };
 }
 
 export function decideTrigger(
@@ -114,13 +125,20 @@ export function decideTrigger(
     const wanted =
       command.verb === 'cancel'
         ? ({ kind: 'cancel' } as const)
-        : ({ kind: 'run', source: 'retry', guidance: command.guidance } as const);
+        : ({
+            kind: 'run',
+            source: 'retry',
+            guidance: command.guidance,
+            ...(command.attempts !== undefined ? { attempts: command.attempts } : {}),
+          } as const);
     return gate(p, wanted, p.comment.id);
   }
   return { kind: 'ignore', reason: `event ${eventName}` };
 }
 
-type Wanted = { kind: 'run'; source: 'label' | 'retry'; guidance?: string } | { kind: 'cancel' };
+type Wanted =
+  | { kind: 'run'; source: 'label' | 'retry'; guidance?: string; attempts?: number }
+  | { kind: 'cancel' };
 
 function gate(
   p: IssuesLabeledPayload | IssueCommentPayload,

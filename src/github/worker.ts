@@ -317,6 +317,7 @@ export class WorkerPool {
           : undefined,
         issueText: job.issueText,
         extraGuidance: job.guidance,
+        ...(job.attempts !== undefined ? { overrides: { attempts: job.attempts } } : {}),
         sandbox: deps.sandbox,
         outDir,
         signal,

@@ -13,6 +13,16 @@ describe('parseCommand', () => {
     ['/frognano retry\nline one\nline two', { verb: 'retry', guidance: 'line one\nline two' }],
     ['/frognano cancel', { verb: 'cancel' }],
     ['/frognano cancel\r\n', { verb: 'cancel' }],
+    ['/frognano retry x4', { verb: 'retry', attempts: 4 }],
+    [
+      '/frognano retry X2 use the stdlib',
+      { verb: 'retry', attempts: 2, guidance: 'use the stdlib' },
+    ],
+    ['/frognano retry ×3\nmore', { verb: 'retry', attempts: 3, guidance: 'more' }],
+    // Not a count: stays guidance.
+    ['/frognano retry x9 please', { verb: 'retry', guidance: 'x9 please' }],
+    ['/frognano retry x4please', { verb: 'retry', guidance: 'x4please' }],
+    ['/frognano retry fix x4 too', { verb: 'retry', guidance: 'fix x4 too' }],
   ])('parses %j', (body, expected) => {
     expect(parseCommand(body)).toEqual(expected);
   });
