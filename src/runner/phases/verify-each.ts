@@ -27,8 +27,11 @@ export async function verifyEach(
   const candidates = attempts.filter((a) => !a.failure && a.leaf && a.leaf.patch !== '');
   if (candidates.length === 0) return;
   const ownTests = attempts.length > 1;
-  await run.phase('verify-after', () =>
-    Promise.all(
+  await run.phase('verify-after', async () => {
+    // git's reading of each patch uses the host tree the fresh sandboxes are copied from: all
+    // of them first, then the sandboxes.
+    for (const attempt of candidates) await analyzePatch(run, prepared, attempt);
+    await Promise.all(
       candidates.map(async (attempt) => {
         const failed = await verifyPatch(run, prepared, test, attempt, ownTests).catch(
           (error: unknown) => {
@@ -42,8 +45,8 @@ export async function verifyEach(
           attempt.error ??= `verify-after was not run: ${failed}`;
         }
       }),
-    ),
-  );
+    );
+  });
 }
 
 /** Why the patch could not be verified, or undefined once it was. */
