@@ -287,6 +287,7 @@ export class WorkerPool {
     try {
       status.update({ kind: 'running', phase: 'clone' });
       let maxSteps: number | undefined;
+      const attemptSteps: Record<number, number> = {};
       const onProgress = (event: RunProgress) => {
         if (event.kind === 'phase' && event.phase === 'agent' && event.timeoutMs !== undefined) {
           armDeadline(event.timeoutMs);
@@ -300,11 +301,13 @@ export class WorkerPool {
           });
         } else {
           maxSteps = event.maxSteps;
+          if (event.attempt !== undefined) attemptSteps[event.attempt] = event.step;
           status.update({
             kind: 'running',
             phase: 'agent',
             step: event.step,
             maxSteps: event.maxSteps,
+            ...(event.attempt !== undefined ? { attempts: { ...attemptSteps } } : {}),
           });
         }
       };
