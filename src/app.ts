@@ -18,6 +18,7 @@ import type { Logger } from 'pino';
 import { loadProcessConfig } from './config.js';
 import { modelConfigFrom } from './commands/model-config-from.js';
 import { createLogger } from './log.js';
+import { countDelivery, createMetrics, metricsHandler, type Metrics } from './metrics/index.js';
 import { connectDocker } from './sandbox/docker-engine.js';
 import { RunQueue } from './queue/queue.js';
 import { lockDataDir, type DataDirHalf } from './queue/data-dir-lock.js';
@@ -76,6 +77,8 @@ export interface RunningApp {
   queue?: RunQueue<IssueJob>;
   intake?: Intake;
   workers?: WorkerPool;
+  /** Prometheus metrics; `/metrics` on the HTTP server (serve, all), `frognano worker` serves its own. */
+  metrics?: Metrics;
   /** Stops the server and the workers; runs in flight are left for the next start to requeue. */
   stop(): Promise<void>;
 }
@@ -88,6 +91,8 @@ export interface FrognanoAppDeps {
   trajectoriesFrom?: string;
   /** The run pages and the runs page (src/web). */
   webHandlers?: ((req: IncomingMessage, res: ServerResponse) => Promise<boolean>)[];
+  /** Counted here, and served at `/metrics`. */
+  metrics?: Metrics;
 }
 
 /** The Probot application function: subscribe, filter, record. */
@@ -97,15 +102,18 @@ export function frognanoApp(deps: FrognanoAppDeps): ApplicationFunction {
       const decision = decideTrigger(context.name, context.payload, { label: deps.label });
       if (decision.kind === 'ignore') {
         deps.log.debug({ deliveryId: context.id, reason: decision.reason }, 'webhook ignored');
+        countDelivery(deps.metrics, 'ignored', decision.kind);
         return;
       }
       const outcome = deps.intake.accept(context.id, decision, webhookBody.getStore()?.sha256);
+      countDelivery(deps.metrics, outcome, decision.kind);
       deps.log.info({ deliveryId: context.id, kind: decision.kind, outcome }, 'webhook accepted');
     };
     app.on('issues.labeled', handle);
     app.on('issue_comment.created', handle);
     if (deps.trajectoriesFrom) addHandler(trajectoryHandler(deps.trajectoriesFrom));
     for (const handler of deps.webHandlers ?? []) addHandler(handler);
+    if (deps.metrics) addHandler(metricsHandler(deps.metrics, deps.log));
   };
 }
 
@@ -195,6 +203,12 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     dataDirLock.release();
     throw error;
   };
+  const metrics = createMetrics({
+    queueDepth: () => ({
+      queued: queue.list('queued').length,
+      running: queue.list('running').length,
+    }),
+  });
   const lock = new KeyedLock();
   const probotForAuth = new ProbotWithDefaults();
   const auth = (installationId: number) =>
@@ -250,6 +264,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       publicUrl: config.publicUrl,
       pollMs: options.pollMs,
       git: options.git,
+      metrics,
     });
     const reapOrphans =
       options.reapOrphans ??
@@ -312,6 +327,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       log,
       trajectoriesFrom: config.publicUrl ? config.dataDir : undefined,
       webHandlers,
+      metrics,
     });
     await server.load((app, appOptions) => {
       probot = app;
@@ -331,6 +347,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     queue,
     intake,
     workers,
+    metrics,
     async stop() {
       // Idle keep-alive connections would hold close() open until they time out.
       const closing = server?.stop();

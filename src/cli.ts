@@ -23,7 +23,7 @@ const program = new Command()
 const appModes = [
   ['start', 'all', 'Run the GitHub App: webhook server and workers in one process (npm start)'],
   ['serve', 'serve', 'Run only the webhook server; workers run elsewhere (`frognano worker`)'],
-  ['worker', 'worker', 'Run only workers that take queued runs'],
+  ['worker', 'worker', 'Run only workers that take queued runs; /metrics on FROGNANO_METRICS_PORT'],
 ] as const;
 for (const [name, mode, description] of appModes) {
   program

@@ -4,6 +4,13 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { RunQueue, RunRecord } from '../queue/queue.js';
+import {
+  countRunResult,
+  type Metrics,
+  type RunClock,
+  startPhaseClock,
+  startRunClock,
+} from '../metrics/index.js';
 import type { RunProgress, RunRequest, RunResult, SandboxKind } from '../runner/run-types.js';
 import { redactSecrets, registerSecret } from '../redact.js';
 import { STATUS_COMMENT_NOTE, statusCommentId, triggerWords } from './intake.js';
@@ -55,6 +62,7 @@ export interface WorkerDeps {
   jobDeadlineGraceMs?: number;
   /** After stopping an overdue run, how long to wait for it to wind down. Default 60 s. */
   jobAbandonMs?: number;
+  metrics?: Metrics;
 }
 
 /** REST calls kept back for the push (token), PR lookup/create, review request and final status. */
@@ -104,9 +112,11 @@ export class WorkerPool {
     for (let run = this.deps.queue.claim(); run; run = this.deps.queue.claim()) {
       const claimed = run;
       const controller = new AbortController();
-      const done = this.#process(claimed, controller)
+      const clock = startRunClock(this.deps.metrics);
+      const done = this.#process(claimed, controller, clock)
         .catch((error: unknown) => {
           this.deps.log.error({ err: error, runId: claimed.id }, 'run crashed');
+          clock.finish('failed', 'internal_error');
           this.deps.queue.finish(claimed.id, 'failed', {
             outcome: 'internal_error',
             summary: String(error),
@@ -232,7 +242,11 @@ export class WorkerPool {
     });
   }
 
-  async #process(record: RunRecord<IssueJob>, controller: AbortController): Promise<void> {
+  async #process(
+    record: RunRecord<IssueJob>,
+    controller: AbortController,
+    clock: RunClock,
+  ): Promise<void> {
     const { deps } = this;
     const { signal } = controller;
     const job = record.job;
@@ -284,6 +298,7 @@ export class WorkerPool {
         Math.min(limitMs, MAX_TIMER_MS),
       );
     };
+    const phases = startPhaseClock(deps.metrics);
     try {
       status.update({ kind: 'running', phase: 'clone' });
       let maxSteps: number | undefined;
@@ -292,6 +307,7 @@ export class WorkerPool {
         if (event.kind === 'phase' && event.phase === 'agent' && event.timeoutMs !== undefined) {
           armDeadline(event.timeoutMs);
         }
+        phases.progress(event);
         if (event.kind === 'phase') {
           status.update({
             kind: 'running',
@@ -328,6 +344,8 @@ export class WorkerPool {
       });
       pipeline.catch(() => undefined);
       const result = await Promise.race([pipeline, abandoned]);
+      phases.end();
+      countRunResult(deps.metrics, deps.sandbox, result);
       outcome = result.outcome;
       const refusal =
         signal.aborted && result.outcome !== 'completed'
@@ -372,16 +390,19 @@ export class WorkerPool {
       }
     } finally {
       clearTimeout(deadlineTimer);
+      phases.end();
     }
     if (this.#stopped && signal.aborted && state !== 'done' && !overdue) {
       // Shutdown, not a cancel: the record stays `running`, so the next start requeues it once.
       await status.finish({ kind: 'interrupted' });
       log.info({ restCalls: budget.used }, 'run interrupted by shutdown');
+      clock.finish('interrupted', 'interrupted');
       deps.queue.addRestCalls(record.id, budget.spent);
       return;
     }
     await status.finish(final);
     log.info({ state, outcome, restCalls: budget.used }, 'run finished');
+    clock.finish(state, outcome);
     deps.queue.addRestCalls(record.id, budget.spent);
     deps.queue.finish(record.id, state, { outcome, summary: final.kind });
   }
