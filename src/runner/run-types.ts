@@ -155,6 +155,8 @@ export interface AttemptSummary {
   filesChanged: string[];
   finalMessage: string;
   steps: number;
+  /** Its steps, as `steps` of the result (what a switch to this attempt shows). */
+  stepList?: StepSummary[];
   promptTokens: number;
   completionTokens: number;
   contextTokens: number;

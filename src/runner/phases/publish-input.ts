@@ -109,6 +109,7 @@ async function summaryOf(
     filesChanged: a.filesChanged,
     finalMessage: a.leaf?.finalMessage ?? '',
     steps: a.leaf?.nSteps ?? 0,
+    ...(a.leaf ? { stepList: a.leaf.steps } : {}),
     promptTokens: a.leaf?.usage.promptTokens ?? 0,
     completionTokens: a.leaf?.usage.completionTokens ?? 0,
     contextTokens: a.leaf?.contextTokens ?? 0,
