@@ -40,14 +40,14 @@ export async function runPipeline(
     // 4. attempts: N Leaf loops at once, each in its own sandbox from the same prepared state.
     const modelFor = await connectModel(run, prepared.attempts);
     if (isFailure(modelFor)) return run.stop(modelFor);
-    const sandboxes = await attemptSandboxes(run, prepared, sandbox, prepared.attempts);
-    const attempts = await runAttempts(run, prepared, sandboxes, modelFor);
+    const copies = await attemptSandboxes(run, prepared, sandbox, prepared.attempts);
+    const attempts = await runAttempts(run, prepared, copies.sandboxes, modelFor);
     fillFromAttempt(run.result, attempts[0]!);
     const failed = attempts.every((a) => a.failure) ? attempts[0]!.failure : undefined;
     if (failed) return run.stop(failed);
 
     // 5. verify each patch in a fresh sandbox with the repository's own harness; policy.
-    await verifyEach(run, prepared, attempts);
+    await verifyEach(run, prepared, attempts, copies.fresh);
     if (run.signal.aborted) return run.stop({ outcome: 'cancelled', error: '' });
     await checkPolicies(run, prepared, attempts);
 

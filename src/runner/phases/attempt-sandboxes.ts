@@ -18,13 +18,23 @@ export const ATTEMPT_IMAGE_REPOSITORY = 'frognano-attempt-base';
  * Attempt 1 gets `base` itself; the others are started from a copy of it, taken before any
  * attempt runs. Each entry fails on its own.
  */
+export interface AttemptSandboxes {
+  /** One per attempt, attempt 1's first. */
+  sandboxes: Promise<Sandbox | Failure>[];
+  /**
+   * Docker: a new sandbox from the frozen prepared image, which no agent has touched: a fresh
+   * sandbox for verification without copying the tree in or setting up again.
+   */
+  fresh?: () => Promise<Sandbox>;
+}
+
 export async function attemptSandboxes(
   run: RunContext,
   prepared: Prepared,
   base: Sandbox,
   count: number,
-): Promise<Promise<Sandbox | Failure>[]> {
-  if (count === 1) return [Promise.resolve(base)];
+): Promise<AttemptSandboxes> {
+  if (count === 1) return { sandboxes: [Promise.resolve(base)] };
   let start: () => Promise<Sandbox>;
   try {
     start = await run.phase('sandbox', () => copySource(run, prepared, base));
@@ -33,10 +43,12 @@ export async function attemptSandboxes(
       outcome: 'sandbox_failed',
       error: `could not copy the prepared sandbox for the other attempts: ${errorText(error)}`,
     };
-    return [
-      Promise.resolve(base),
-      ...Array.from({ length: count - 1 }, () => Promise.resolve(failure)),
-    ];
+    return {
+      sandboxes: [
+        Promise.resolve(base),
+        ...Array.from({ length: count - 1 }, () => Promise.resolve(failure)),
+      ],
+    };
   }
   const others = Array.from({ length: count - 1 }, () =>
     start().then(
@@ -47,9 +59,20 @@ export async function attemptSandboxes(
       (error: unknown): Failure => ({ outcome: 'sandbox_failed', error: errorText(error) }),
     ),
   );
+  const sandboxes = [Promise.resolve(base), ...others];
   // A local copy reads attempt 1's directory: all are made before attempt 1 changes it.
-  if (!(base instanceof DockerSandbox)) await Promise.all(others);
-  return [Promise.resolve(base), ...others];
+  if (!(base instanceof DockerSandbox)) {
+    await Promise.all(others);
+    return { sandboxes };
+  }
+  return {
+    sandboxes,
+    fresh: async () => {
+      const sandbox = await start();
+      run.sandboxes.add(sandbox);
+      return sandbox;
+    },
+  };
 }
 
 /** Freezes the prepared state and returns how to start a sandbox from it. */

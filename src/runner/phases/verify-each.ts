@@ -8,7 +8,7 @@ import type { Sandbox } from '../../leaf/sandbox.js';
 import { SANDBOX_GIT, combined, errorText, tail } from '../command-output.js';
 import { isHarnessFile, isTestFile, patchFacts } from '../patch-facts.js';
 import { DEFAULT_MAX_PATCH_BYTES, checkAppliedChanges, checkPatch } from '../patch-policy.js';
-import type { RunContext } from '../run-context.js';
+import type { Failure, RunContext } from '../run-context.js';
 import type { PolicyViolation } from '../run-types.js';
 import type { AppliedPatch } from '../workspace.js';
 import type { Attempt } from './attempts.js';
@@ -21,6 +21,7 @@ export async function verifyEach(
   run: RunContext,
   prepared: Prepared,
   attempts: Attempt[],
+  fresh?: () => Promise<Sandbox>,
 ): Promise<void> {
   const { test } = prepared;
   if (!test) return;
@@ -33,7 +34,7 @@ export async function verifyEach(
     for (const attempt of candidates) await analyzePatch(run, prepared, attempt);
     await Promise.all(
       candidates.map(async (attempt) => {
-        const failed = await verifyPatch(run, prepared, test, attempt, ownTests).catch(
+        const failed = await verifyPatch(run, prepared, test, attempt, ownTests, fresh).catch(
           (error: unknown) => {
             // One attempt: the run ends as it always has (a sandbox failure or limit).
             if (!ownTests) throw error;
@@ -56,6 +57,7 @@ async function verifyPatch(
   test: TestCommand,
   attempt: Attempt,
   ownTests: boolean,
+  freshFromImage: (() => Promise<Sandbox>) | undefined,
 ): Promise<string | undefined> {
   const { applied, error } = await analyzePatch(run, prepared, attempt);
   if (!applied?.split) return error ?? 'the patch could not be read';
@@ -63,7 +65,12 @@ async function verifyPatch(
   const used = attempt.sandbox;
   attempt.sandbox = undefined;
   await run.dispose(used);
-  const fresh = await bringUp(run, prepared, false);
+  const fresh = freshFromImage
+    ? await freshFromImage().catch((error: unknown): Failure => ({
+        outcome: 'sandbox_failed',
+        error: errorText(error),
+      }))
+    : await bringUp(run, prepared, false);
   if ('outcome' in fresh)
     return `a fresh sandbox for the tests could not be prepared: ${fresh.error}`;
   try {
