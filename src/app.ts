@@ -37,6 +37,7 @@ import {
   resolveBotIdentity,
 } from './github/publish.js';
 import { decideTrigger } from './github/triggers.js';
+import { useCommandHandler } from './github/use-attempt.js';
 import { type RunPipelineFn, WorkerPool, runOutDir } from './github/worker.js';
 import {
   queueRunListing,
@@ -284,6 +285,16 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     onEnqueued: () => workers?.kick(),
     onCancelRequested: (runId) => workers?.abort(runId),
     retryMs: options.intakeRetryMs,
+    onUse: useCommandHandler({
+      queue,
+      dataDir: config.dataDir,
+      gitBaseUrl: config.gitBaseUrl,
+      ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
+      appAuth: async () => (await probotForAuth.auth()) as GitHubClient,
+      ...(config.botIdentity ? { botIdentity: config.botIdentity } : {}),
+      log,
+      ...(options.git ? { git: options.git } : {}),
+    }),
   });
 
   let server: Server | undefined;

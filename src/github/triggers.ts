@@ -64,6 +64,8 @@ export type TriggerDecision =
       attempts?: number;
     } & TriggerTarget)
   | ({ kind: 'cancel' } & TriggerTarget)
+  /** `/frognano use K` on a pull request (`issueNumber` is the pull request's). */
+  | ({ kind: 'use'; attempt: number } & TriggerTarget)
   | ({ kind: 'refuse'; reason: 'closed' | 'locked' } & TriggerTarget);
 
 export interface TriggerOptions {
@@ -75,21 +77,26 @@ export function isBot(user: { login: string; type?: string | undefined }): boole
   return user.type === 'Bot' || /\[bot\]$/i.test(user.login);
 }
 
-export type Command = { verb: 'retry'; guidance?: string; attempts?: number } | { verb: 'cancel' };
+export type Command =
+  | { verb: 'retry'; guidance?: string; attempts?: number }
+  | { verb: 'cancel' }
+  | { verb: 'use'; attempt: number };
 
 /**
- * A command is the whole comment: its first line is `/frognano retry [xN] [guidance]` or
- * exactly `/frognano cancel`. Retry guidance may continue on the following lines; `xN` (N from
+ * A command is the whole comment: its first line is `/frognano retry [xN] [guidance]`, exactly
+ * `/frognano cancel`, or exactly `/frognano use K` (K from 1 to 8, on the bot's pull request). Retry guidance may continue on the following lines; `xN` (N from
  * 1 to 8, right after `retry`) asks for N parallel attempts. A command quoted in a reply, buried in prose or glued to other words
  * (`/frognano retrying`) is not a command.
  */
 export function parseCommand(body: string): Command | undefined {
   const text = body.replace(/\r\n?/g, '\n').trim();
-  const m = /^\/frognano[ \t]+(retry|cancel)(?=$|[ \t\n])([\s\S]*)$/i.exec(text);
+  const m = /^\/frognano[ \t]+(retry|cancel|use)(?=$|[ \t\n])([\s\S]*)$/i.exec(text);
   if (!m) return undefined;
   const verb = (m[1] ?? '').toLowerCase();
   const rest = (m[2] ?? '').trim();
   if (verb === 'cancel') return rest === '' ? { verb: 'cancel' } : undefined;
+  if (verb === 'use')
+    return /^[1-8]$/.test(rest) ? { verb: 'use', attempt: Number(rest) } : undefined;
   const count = /^[x×]([1-8])(?=$|[ \t\n])([\s\S]*)$/i.exec(rest);
   const attempts = count ? { attempts: Number(count[1]) } : {};
   const guidance = (count ? (count[2] ?? '') : rest).trim();
@@ -122,6 +129,7 @@ export function decideTrigger(
     const command = parseCommand(p.comment.body ?? '');
     if (!command) return { kind: 'ignore', reason: 'not a command' };
     if (isBot(p.comment.user)) return { kind: 'ignore', reason: 'comment by a bot' };
+    if (command.verb === 'use') return gateUse(p, command.attempt);
     const wanted =
       command.verb === 'cancel'
         ? ({ kind: 'cancel' } as const)
@@ -139,6 +147,27 @@ export function decideTrigger(
 type Wanted =
   | { kind: 'run'; source: 'label' | 'retry'; guidance?: string; attempts?: number }
   | { kind: 'cancel' };
+
+/** `/frognano use K` means something only on a pull request (publishing checks it is ours). */
+function gateUse(p: IssueCommentPayload, attempt: number): TriggerDecision {
+  if (isBot(p.sender)) return { kind: 'ignore', reason: 'sender is a bot' };
+  if (p.issue.pull_request === undefined || p.issue.pull_request === null)
+    return { kind: 'ignore', reason: '`use` on an issue, not a pull request' };
+  if (!p.installation) return { kind: 'ignore', reason: 'no installation in payload' };
+  return {
+    kind: 'use',
+    attempt,
+    installationId: p.installation.id,
+    owner: p.repository.owner.login,
+    repo: p.repository.name,
+    issueNumber: p.issue.number,
+    issueTitle: p.issue.title,
+    issueBody: p.issue.body ?? '',
+    defaultBranch: p.repository.default_branch,
+    sender: { login: p.sender.login, id: p.sender.id },
+    commentId: p.comment.id,
+  };
+}
 
 function gate(
   p: IssuesLabeledPayload | IssueCommentPayload,

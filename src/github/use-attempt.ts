@@ -9,7 +9,20 @@ import { redactSecrets, registerSecret } from '../redact.js';
 import type { AttemptSummary, RunResult } from '../runner/run-types.js';
 import type { GitHubClient } from './octokit.js';
 import { renderPrBody } from './pr-body.js';
-import { gitEnvironment, runGit, type BotIdentity, type GitRunner } from './publish.js';
+import type { RunQueue } from '../queue/queue.js';
+import { readRunRecord, writeRunRecord } from '../web/run-record.js';
+import { runPageUrl } from '../web/run-page-handler.js';
+import type { IssueJob } from './job.js';
+import {
+  gitEnvironment,
+  noreplyDomainFor,
+  resolveBotIdentity,
+  runGit,
+  type BotIdentity,
+  type GitRunner,
+} from './publish.js';
+import { issueKey } from './triggers.js';
+import { runOutDir } from './worker.js';
 
 /** The run a pull request was published from, with what is needed to re-render its body. */
 export interface PublishedRun {
@@ -225,4 +238,98 @@ export function withSelected(result: RunResult, attempt: number, by: string): Ru
   if (patchFacts) switched.patchFacts = patchFacts;
   if (trajectoryPath) switched.trajectoryPath = trajectoryPath;
   return switched;
+}
+
+export interface UseCommandDeps {
+  queue: RunQueue<IssueJob>;
+  dataDir: string;
+  gitBaseUrl: string;
+  publicUrl?: string;
+  /** The App's own client (JWT): mints installation tokens, names the bot. */
+  appAuth: () => Promise<GitHubClient>;
+  botIdentity?: BotIdentity;
+  log: Logger;
+  git?: GitRunner;
+}
+
+/**
+ * Intake's `onUse`: finds the run that published the pull request (the latest one that opened
+ * or updated it), switches, and answers in one sentence. Failures are answered too: a retried
+ * delivery must not push twice.
+ */
+export function useCommandHandler(deps: UseCommandDeps) {
+  let identity: Promise<BotIdentity> | undefined;
+  const bot = (): Promise<BotIdentity> => {
+    if (deps.botIdentity) return Promise.resolve(deps.botIdentity);
+    identity ??= deps
+      .appAuth()
+      .then((app) => resolveBotIdentity(app, noreplyDomainFor(deps.gitBaseUrl)));
+    identity.catch(() => (identity = undefined));
+    return identity;
+  };
+  return async (
+    decision: { owner: string; repo: string; issueNumber: number; installationId: number } & {
+      attempt: number;
+      sender: { login: string; id: number };
+    },
+    octokit: GitHubClient,
+  ): Promise<string> => {
+    const log = deps.log.child({
+      pr: `${decision.owner}/${decision.repo}#${decision.issueNumber}`,
+    });
+    try {
+      const outcome = await useAttempt({
+        octokit,
+        owner: decision.owner,
+        repo: decision.repo,
+        pullNumber: decision.issueNumber,
+        attempt: decision.attempt,
+        by: decision.sender,
+        findRun: (issueNumber) => publishedRun(deps, decision, issueNumber),
+        gitUrl: `${deps.gitBaseUrl}/${decision.owner}/${decision.repo}.git`,
+        mintToken: async () => {
+          const app = await deps.appAuth();
+          const { data } = await app.rest.apps.createInstallationAccessToken({
+            installation_id: decision.installationId,
+          });
+          return data.token;
+        },
+        workRoot: join(deps.dataDir, 'publish'),
+        bot: await bot(),
+        noreplyDomain: noreplyDomainFor(deps.gitBaseUrl),
+        log,
+        ...(deps.git ? { git: deps.git } : {}),
+      });
+      return outcome.kind === 'switched'
+        ? `switched this pull request to attempt ${outcome.attempt} (commit ${outcome.commit.slice(0, 12)}).`
+        : `nothing changed: ${outcome.reason}`;
+    } catch (error) {
+      log.error({ err: error }, '/frognano use failed');
+      return `switching failed: ${redactSecrets(error instanceof Error ? error.message : String(error)).split('\n')[0]}`;
+    }
+  };
+}
+
+async function publishedRun(
+  deps: UseCommandDeps,
+  target: { owner: string; repo: string },
+  issueNumber: number,
+): Promise<PublishedRun | undefined> {
+  const key = issueKey({ ...target, issueNumber });
+  const run = deps.queue
+    .list('done')
+    .filter((r) => r.key === key && r.outcome === 'pull_request')
+    .sort((a, b) => (b.finishedAt ?? 0) - (a.finishedAt ?? 0))[0];
+  if (!run) return undefined;
+  const dir = runOutDir(deps.dataDir, run.id);
+  const record = await readRunRecord(dir);
+  if (!record) return undefined;
+  return {
+    runId: run.id,
+    result: record.result,
+    requestedBy: run.job.sender.login,
+    ...(record.model ? { model: record.model } : {}),
+    ...(deps.publicUrl ? { trajectoryUrl: runPageUrl(deps.publicUrl, run.id) } : {}),
+    save: (result) => writeRunRecord(dir, { ...record, result }),
+  };
 }
