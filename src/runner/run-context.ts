@@ -74,6 +74,8 @@ export interface RunContext {
   readonly sandboxes: Set<Sandbox>;
   /** Run after the sandboxes are gone (e.g. removing an image they were started from). */
   readonly cleanups: (() => Promise<void>)[];
+  /** Sandboxes still starting: cleanup waits for them, so none starts after it. */
+  readonly starting: Promise<unknown>[];
   report(event: RunProgress): void;
   /** Runs `fn` as the named phase: reports it, adds its time to `timings`. */
   phase<T>(name: RunPhase, fn: () => Promise<T>): Promise<T>;
@@ -114,6 +116,7 @@ export function startRun(request: RunRequest, deps: PipelineDeps): RunContext {
     currentPhase: 'clone',
     sandboxes: new Set(),
     cleanups: [],
+    starting: [],
     report(event) {
       try {
         request.onProgress?.(event);
@@ -153,6 +156,7 @@ export function startRun(request: RunRequest, deps: PipelineDeps): RunContext {
       await run
         .phase('cleanup', async () => {
           const errors: string[] = [];
+          await Promise.allSettled(run.starting);
           await Promise.all(
             [...run.sandboxes].map((s) =>
               s.dispose().catch((e: unknown) => errors.push(`sandbox: ${errorText(e)}`)),

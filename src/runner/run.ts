@@ -33,6 +33,9 @@ export async function runPipeline(
     const sandbox = await bringUp(run, prepared, true);
     if (isFailure(sandbox)) return run.stop(sandbox);
 
+    // Several attempts: the set-up sandbox is frozen now; the others start from it meanwhile.
+    const copies = await attemptSandboxes(run, prepared, sandbox, prepared.attempts);
+
     // 3. verify-before: the test command on the original tree.
     const before = await verifyBefore(run, prepared, sandbox);
     if (before) return run.stop(before);
@@ -40,7 +43,6 @@ export async function runPipeline(
     // 4. attempts: N Leaf loops at once, each in its own sandbox from the same prepared state.
     const modelFor = await connectModel(run, prepared.attempts);
     if (isFailure(modelFor)) return run.stop(modelFor);
-    const copies = await attemptSandboxes(run, prepared, sandbox, prepared.attempts);
     const attempts = await runAttempts(run, prepared, copies.sandboxes, modelFor);
     fillFromAttempt(run.result, attempts[0]!);
     const failed = attempts.every((a) => a.failure) ? attempts[0]!.failure : undefined;

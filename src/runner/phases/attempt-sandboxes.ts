@@ -15,8 +15,8 @@ import type { Prepared } from './prepare.js';
 export const ATTEMPT_IMAGE_REPOSITORY = 'frognano-attempt-base';
 
 /**
- * Attempt 1 gets `base` itself; the others are started from a copy of it, taken before any
- * attempt runs. Each entry fails on its own.
+ * Attempt 1 gets `base` itself; the others are started from a copy of it, taken right after
+ * setup, before verify-before and before any attempt runs. Each entry fails on its own.
  */
 export interface AttemptSandboxes {
   /** One per attempt, attempt 1's first. */
@@ -50,27 +50,40 @@ export async function attemptSandboxes(
       ],
     };
   }
+  const track = (sandbox: Sandbox): Sandbox => {
+    run.sandboxes.add(sandbox);
+    return sandbox;
+  };
   const others = Array.from({ length: count - 1 }, () =>
-    start().then(
-      (sandbox) => {
-        run.sandboxes.add(sandbox);
-        return sandbox;
-      },
-      (error: unknown): Failure => ({ outcome: 'sandbox_failed', error: errorText(error) }),
-    ),
+    start().then(track, (error: unknown): Failure => ({
+      outcome: 'sandbox_failed',
+      error: errorText(error),
+    })),
   );
+  run.starting.push(...others);
   const sandboxes = [Promise.resolve(base), ...others];
   // A local copy reads attempt 1's directory: all are made before attempt 1 changes it.
   if (!(base instanceof DockerSandbox)) {
     await Promise.all(others);
     return { sandboxes };
   }
+  // The verification sandboxes start while the attempts wait for the model: one per attempt,
+  // once every attempt has its own (the first model requests go first).
+  const pool: Promise<Sandbox>[] = [];
+  const warm = Promise.all(others).then(() => {
+    for (let i = 0; i < count; i++) {
+      const next = start().then(track);
+      next.catch(() => undefined);
+      pool.push(next);
+      run.starting.push(next);
+    }
+  });
+  run.starting.push(warm);
   return {
     sandboxes,
     fresh: async () => {
-      const sandbox = await start();
-      run.sandboxes.add(sandbox);
-      return sandbox;
+      await warm;
+      return (await pool.shift()) ?? track(await start());
     },
   };
 }

@@ -13,6 +13,7 @@ import { patchFiles as patchFilesOf } from '../patch-policy.js';
 import { limitOf, type Failure, type RunContext } from '../run-context.js';
 import type { PatchFacts, PolicyViolation, RunRequest, TestResult } from '../run-types.js';
 import type { AppliedPatch } from '../workspace.js';
+import { excludeUntracked } from './exclude-untracked.js';
 import type { Prepared } from './prepare.js';
 
 /** Sent with every model request of a run with several attempts; the body stays Leaf-exact. */
@@ -103,6 +104,8 @@ export async function runAttempts(
             return;
           }
           attempt.sandbox = sandbox;
+          // Attempt 1's sandbox did this in verify-before; the copies were taken before it.
+          if (attempt.number > 1) await excludeUntracked(sandbox, run.signal, run.log);
           await runAttempt(run, prepared, attempt, modelFor(attempt.number), attempts.length);
         } catch (error) {
           if (attempts.length === 1) throw error;
