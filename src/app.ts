@@ -29,13 +29,15 @@ import { loadAppConfig, type AppConfig } from './github/app-config.js';
 import { Intake } from './github/intake.js';
 import type { IssueJob } from './github/job.js';
 import { KeyedLock } from './github/keyed-lock.js';
-import type { GitHubClient } from './github/octokit.js';
+import { appOctokit, type GitHubClient } from './github/octokit.js';
 import {
   type BotIdentity,
   type GitRunner,
   noreplyDomainFor,
+  removeStalePublishDirs,
   resolveBotIdentity,
 } from './github/publish.js';
+import { prunePendingPublishes } from './github/pending-publish.js';
 import { decideTrigger } from './github/triggers.js';
 import { useCommandHandler } from './github/use-attempt.js';
 import { type RunPipelineFn, WorkerPool, runOutDir } from './github/worker.js';
@@ -60,7 +62,10 @@ export interface StartAppOptions {
   /** Removes containers and work directories of dead runs (default: the Docker reaper). */
   reapOrphans?: (liveRunIds: string[]) => Promise<void>;
   git?: GitRunner;
-  /** Octokit class for GitHub calls (tests tune retries); default Probot's, throttling and retry on. */
+  /**
+   * Octokit class for GitHub calls (tests shorten delays); default `appOctokit`: Probot's, with
+   * retry on and rate limits retried as GitHub asks.
+   */
   Octokit?: typeof ProbotOctokit;
   pollMs?: number;
   /** Wait before deliveries whose permission check failed are tried again (default 30 s). */
@@ -173,7 +178,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     secret: webhookSecret,
     baseUrl: config.apiBaseUrl,
     log,
-    Octokit: options.Octokit,
+    Octokit: options.Octokit ?? appOctokit(log),
   });
   // Before the queue is touched: a second process must not requeue the first one's runs.
   const halves: DataDirHalf[] =
@@ -232,14 +237,20 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       processConfig.FROGNANO_MODEL,
       (error) => log.warn({ err: error }, 'run.json write failed'),
     );
+    // Asked once per process; a failed attempt is forgotten so the next run asks again.
     let identity: Promise<BotIdentity> | undefined;
-    const botIdentity = () => {
+    let identityKnown = config.botIdentity !== undefined;
+    const botIdentity = (installation: GitHubClient, countAppCall: () => void) => {
       if (config.botIdentity) return Promise.resolve(config.botIdentity);
-      identity ??= probotForAuth
-        .auth()
-        .then((appOctokit) =>
-          resolveBotIdentity(appOctokit as GitHubClient, noreplyDomainFor(config.gitBaseUrl)),
+      identity ??= probotForAuth.auth().then(async (appOctokit) => {
+        countAppCall();
+        const resolved = await resolveBotIdentity(
+          { app: appOctokit as GitHubClient, installation },
+          noreplyDomainFor(config.gitBaseUrl),
         );
+        identityKnown = true;
+        return resolved;
+      });
       identity.catch(() => (identity = undefined));
       return identity;
     };
@@ -256,6 +267,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       mintInstallationToken,
       runPipeline: pipeline,
       botIdentity,
+      botIdentityKnown: () => identityKnown,
       lock,
       log,
       gitBaseUrl: config.gitBaseUrl,
@@ -273,6 +285,12 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
         const docker = config.sandbox === 'docker' ? connectDocker(env) : undefined;
         await reap(docker, { liveRunIds, workRoot: join(config.dataDir, 'runs'), log });
       });
+    // What a process killed mid-publish left: its clone, and records nobody will retry.
+    const leftovers = await removeStalePublishDirs(join(config.dataDir, 'publish'));
+    const pruned = await prunePendingPublishes(config.dataDir);
+    if (leftovers.length + pruned.length > 0) {
+      log.info({ leftovers, pruned }, 'removed publish leftovers');
+    }
     await workers.recover(reapOrphans).catch(failStart);
     workers.start();
   }

@@ -167,6 +167,10 @@ describe('the webhook endpoint (real HTTP server)', () => {
       gh.calls.filter((c) => c.startsWith('POST /repos/Codertocat/Hello-World/issues/1/comments')),
     ).toHaveLength(1);
     expect(harness.model!.chatRequests).toHaveLength(1);
+    // Probot's real App auth end to end: every call carried the credential its route wants
+    // (an App JWT for the token mint, a minted installation token elsewhere).
+    expect(gh.authFailures).toEqual([]);
+    expect(gh.tokens.size).toBeGreaterThan(0);
   });
 
   it('records a run whose model endpoint stopped answering as failed, with the reason, not as done', async () => {

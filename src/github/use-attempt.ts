@@ -259,11 +259,11 @@ export interface UseCommandDeps {
  */
 export function useCommandHandler(deps: UseCommandDeps) {
   let identity: Promise<BotIdentity> | undefined;
-  const bot = (): Promise<BotIdentity> => {
+  const bot = (installation: GitHubClient): Promise<BotIdentity> => {
     if (deps.botIdentity) return Promise.resolve(deps.botIdentity);
     identity ??= deps
       .appAuth()
-      .then((app) => resolveBotIdentity(app, noreplyDomainFor(deps.gitBaseUrl)));
+      .then((app) => resolveBotIdentity({ app, installation }, noreplyDomainFor(deps.gitBaseUrl)));
     identity.catch(() => (identity = undefined));
     return identity;
   };
@@ -295,7 +295,7 @@ export function useCommandHandler(deps: UseCommandDeps) {
           return data.token;
         },
         workRoot: join(deps.dataDir, 'publish'),
-        bot: await bot(),
+        bot: await bot(octokit),
         noreplyDomain: noreplyDomainFor(deps.gitBaseUrl),
         log,
         ...(deps.git ? { git: deps.git } : {}),

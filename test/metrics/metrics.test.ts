@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createMetrics, startMetricsServer } from '../../src/metrics/index.js';
 import { finalAnswer, toolCall, type ScriptStep } from '../support/scripted-model-server.js';
 import {
+  mockBotIdentity,
   mockGitHub,
   mockPullRequest,
   mockStatusComment,
@@ -68,6 +69,7 @@ describe('/metrics on the App server', () => {
     ];
     const gh = mockGitHub();
     mockStatusComment(gh);
+    mockBotIdentity(gh);
     mockPullRequest(gh, 1, 7, () => undefined);
     harness = await startHarness({ script });
 
