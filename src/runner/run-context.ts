@@ -156,7 +156,11 @@ export function startRun(request: RunRequest, deps: PipelineDeps): RunContext {
       await run
         .phase('cleanup', async () => {
           const errors: string[] = [];
-          await Promise.allSettled(run.starting);
+          // A sandbox that finishes starting may start others (the verification pool).
+          for (let seen = -1; seen !== run.starting.length;) {
+            seen = run.starting.length;
+            await Promise.allSettled(run.starting);
+          }
           await Promise.all(
             [...run.sandboxes].map((s) =>
               s.dispose().catch((e: unknown) => errors.push(`sandbox: ${errorText(e)}`)),

@@ -71,6 +71,7 @@ export async function attemptSandboxes(
   // once every attempt has its own (the first model requests go first).
   const pool: Promise<Sandbox>[] = [];
   const warm = Promise.all(others).then(() => {
+    if (run.signal.aborted) return;
     for (let i = 0; i < count; i++) {
       const next = start().then(track);
       next.catch(() => undefined);
