@@ -13,6 +13,7 @@ import {
   type ResponseSpec,
 } from '../support/scripted-model-server.js';
 import {
+  mockBotIdentity,
   mockGitHub,
   mockPlainComments,
   mockPullRequest,
@@ -62,6 +63,7 @@ function perAttempt(): (r: RecordedRequest) => ResponseSpec {
 describe('attempts through the App', () => {
   it('opens one draft PR from the verified winner with the Attempts table; /frognano use 3 switches it', async () => {
     const gh = mockGitHub();
+    mockBotIdentity(gh);
     mockStatusComment(gh, 1);
     let prRequest: Record<string, unknown> | undefined;
     mockPullRequest(gh, 1, 7, (body) => (prRequest = body));
@@ -70,6 +72,7 @@ describe('attempts through the App', () => {
       onExhausted: perAttempt(),
       config: 'attempts: 3\n',
       throttleMs: 0,
+      gitHttp: gh,
     });
 
     expect(await harness.deliver('issues', labeledPayload(), 'attempts-label')).toBe(200);
@@ -86,15 +89,14 @@ describe('attempts through the App', () => {
       "lost: its own tests do not fail before and pass after (attempt 1's do)",
     );
     expect(body).toContain('<details><summary>Attempt 2: what it changed</summary>');
-    // The status comment showed each attempt's progress.
-    expect(gh.statusBodies.some((b) => /Parallel attempts: attempt 1: step \d/.test(b))).toBe(true);
 
     const git = (...args: string[]) =>
       execFileSync('git', args, { cwd: harness!.bare, encoding: 'utf8' });
     const published = git('rev-parse', 'refs/heads/frognano/issue-1').trim();
     expect(git('show', `${published}:test_repro.py`)).toBe(REPRO);
 
-    // `/frognano use 3` on the pull request.
+    // `/frognano use 3` on the pull request (intake asks who the App is, once per process).
+    mockBotIdentity(gh);
     gh.intercept({
       method: 'GET',
       path: `${REPO_PATH}/pulls/7`,
