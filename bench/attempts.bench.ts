@@ -164,9 +164,9 @@ function phases(result: RunResult): string {
 async function memoryPerAttempt(root: string): Promise<void> {
   const big = Array.from({ length: 4000 }, (_, i) => `line ${i} ${'x'.repeat(60)}`).join('\n');
   const respond = () =>
-    // 20,000 characters per Read observation (Leaf's cap), about 7.7K tokens as the loop
-    // estimates it: 17 of them make a transcript of about 128K tokens.
-    perAttempt(18, 0, (n) =>
+    // 20,000 characters per Read observation (Leaf's cap), about 9K tokens as the loop
+    // estimates them: 14 of them make a transcript of about 128K tokens.
+    perAttempt(15, 0, (n) =>
       n === 0
         ? toolCall('Write', { file_path: 'big.txt', content: big })
         : toolCall('Read', { file_path: 'big.txt', offset: 1 + ((n * 250) % 3500) }),

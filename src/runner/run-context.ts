@@ -74,7 +74,7 @@ export interface RunContext {
   readonly sandboxes: Set<Sandbox>;
   /** Run after the sandboxes are gone (e.g. removing an image they were started from). */
   readonly cleanups: (() => Promise<void>)[];
-  /** Sandboxes still starting: cleanup waits for them, so none starts after it. */
+  /** Sandboxes still starting (or going): cleanup waits for them, so none outlives it. */
   readonly starting: Promise<unknown>[];
   report(event: RunProgress): void;
   /** Runs `fn` as the named phase: reports it, adds its time to `timings`. */

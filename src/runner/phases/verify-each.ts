@@ -64,7 +64,10 @@ async function verifyPatch(
   const { kept, setAside } = applied.split;
   const used = attempt.sandbox;
   attempt.sandbox = undefined;
-  await run.dispose(used);
+  // With a ready sandbox to verify in, the agent's goes meanwhile (cleanup waits for it).
+  const going = run.dispose(used);
+  if (freshFromImage) run.starting.push(going);
+  else await going;
   const fresh = freshFromImage
     ? await freshFromImage().catch((error: unknown): Failure => ({
         outcome: 'sandbox_failed',
