@@ -64,6 +64,10 @@ program
   .option('--model <name>', 'served model name (default FROGNANO_MODEL)')
   .option('--max-steps <n>', 'step budget (default 150 or the repo config)')
   .option('--timeout-minutes <n>', 'wall-clock budget of the agent loop')
+  .option(
+    '--attempts <n>',
+    'parallel attempts, 1-8; the verified best is kept (default 1 or the repo config; FROGNANO_MAX_ATTEMPTS caps it)',
+  )
   .addHelpText(
     'after',
     `

@@ -22,6 +22,9 @@ export const SolveOptions = z
     model: z.string().min(1).optional(),
     maxSteps: positiveInt('--max-steps').optional(),
     timeoutMinutes: positiveInt('--timeout-minutes').optional(),
+    attempts: positiveInt('--attempts')
+      .refine((n) => n <= 8, { message: '--attempts must be from 1 to 8' })
+      .optional(),
     revision: z.string().min(1).optional(),
     feedbackFile: z.string().min(1).optional(),
     base: z.string().min(1).optional(),

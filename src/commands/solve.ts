@@ -100,6 +100,7 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
         image: options.image,
         maxSteps: options.maxSteps,
         timeoutMinutes: options.timeoutMinutes,
+        ...(options.attempts !== undefined ? { attempts: options.attempts } : {}),
       },
       outDir,
       signal: io.signal,
@@ -228,7 +229,8 @@ export function progressLine(event: RunProgress, startedAt: number): string {
   const elapsed = `${((Date.now() - startedAt) / 1000).toFixed(1)}s`;
   if (event.kind === 'phase') return `[frognano] ${event.phase} (${elapsed})`;
   const tools = event.tools.length > 0 ? event.tools.join(',') : 'answer';
-  return `[frognano] step ${event.step}/${event.maxSteps} ${tools} ${elapsed} ctx=${event.contextTokens}`;
+  const who = event.attempt === undefined ? '' : `attempt ${event.attempt} `;
+  return `[frognano] ${who}step ${event.step}/${event.maxSteps} ${tools} ${elapsed} ctx=${event.contextTokens}`;
 }
 
 function failedLine(result: RunResult, reason: string, outDir: string): string {

@@ -42,6 +42,11 @@ export interface IntakeDeps {
   onCancelRequested?: (runId: string) => void;
   /** Wait before retrying deliveries whose decision failed (default 30 s). */
   retryMs?: number;
+  /** `/frognano use K` from a permitted sender: does it, returns the reply (src/github/use-attempt.ts). */
+  onUse?: (
+    decision: Extract<AcceptedTrigger, { kind: 'use' }>,
+    octokit: GitHubClient,
+  ) => Promise<string>;
 }
 
 /** A GitHub write waiting for its turn. */
@@ -252,6 +257,12 @@ export class Intake {
           },
         });
       }
+    } else if (decision.kind === 'use') {
+      this.#write({ kind: 'reaction', target: decision });
+      const reply = this.deps.onUse
+        ? await this.deps.onUse(decision, octokit)
+        : '`/frognano use` is not available on this server.';
+      this.#write({ kind: 'comment', target: decision, body: `@${who}, ${reply}` });
     } else {
       runId = this.#release(deliveryId, decision, held?.id);
     }
@@ -406,6 +417,7 @@ function jobFor(deliveryId: string, decision: Extract<AcceptedTrigger, { kind: '
     sender: decision.sender,
     source: decision.source,
     guidance: decision.guidance ? sanitizeIssueText(decision.guidance) || undefined : undefined,
+    ...(decision.attempts !== undefined ? { attempts: decision.attempts } : {}),
     deliveryId,
     ...(decision.review
       ? {

@@ -15,6 +15,8 @@ export const IssueJob = z.object({
   source: z.enum(['label', 'retry', 'review']),
   /** Already sanitized. */
   guidance: z.string().optional(),
+  /** Parallel attempts asked for by `/frognano retry xN` (the repository config's otherwise). */
+  attempts: z.number().int().min(1).max(8).optional(),
   deliveryId: z.string(),
   /** A follow-up on the bot's pull request (`issueNumber` is then the PR's number). */
   review: z

@@ -17,7 +17,14 @@ const RETRY_HINT =
 
 export type StatusState =
   | { kind: 'queued'; position: number; requeued?: boolean }
-  | { kind: 'running'; phase: RunPhase; step?: number; maxSteps?: number }
+  | {
+      kind: 'running';
+      phase: RunPhase;
+      step?: number;
+      maxSteps?: number;
+      /** Several attempts: the last step each has taken, by attempt number. */
+      attempts?: Record<number, number>;
+    }
   | { kind: 'done'; prUrl: string; prNumber: number; partial: boolean; verified?: string }
   | {
       kind: 'revised';
@@ -68,7 +75,15 @@ export function renderStatus(
         state.step !== undefined && state.maxSteps !== undefined
           ? ` (step ${state.step}/${state.maxSteps})`
           : '';
-      lines.push(`🐸 **frognano**: running: ${PHASE_WORDS[state.phase]}${step}.`);
+      const several = state.attempts !== undefined && Object.keys(state.attempts).length > 0;
+      lines.push(`🐸 **frognano**: running: ${PHASE_WORDS[state.phase]}${several ? '' : step}.`);
+      if (several) {
+        const of = state.maxSteps !== undefined ? `/${state.maxSteps}` : '';
+        const progress = Object.entries(state.attempts!)
+          .sort(([a], [b]) => Number(a) - Number(b))
+          .map(([k, n]) => `attempt ${k}: step ${n}${of}`);
+        lines.push('', `Parallel attempts: ${progress.join(' · ')}.`);
+      }
       lines.push('', 'Comment `/frognano cancel` to stop it.');
       break;
     }

@@ -369,6 +369,7 @@ export class WorkerPool {
         const followUp = job.review ? await prepareFollowUp(octokit, deps.queue, job) : undefined;
         if (followUp && 'refused' in followUp) throw new FollowUpRefused(followUp.refused);
         let maxSteps: number | undefined;
+        const attemptSteps: Record<number, number> = {};
         const onProgress = (event: RunProgress) => {
           if (event.kind === 'phase' && event.phase === 'agent' && event.timeoutMs !== undefined) {
             armDeadline(event.timeoutMs);
@@ -383,11 +384,13 @@ export class WorkerPool {
             });
           } else {
             maxSteps = event.maxSteps;
+            if (event.attempt !== undefined) attemptSteps[event.attempt] = event.step;
             status.update({
               kind: 'running',
               phase: 'agent',
               step: event.step,
               maxSteps: event.maxSteps,
+              ...(event.attempt !== undefined ? { attempts: { ...attemptSteps } } : {}),
             });
           }
         };
@@ -401,6 +404,7 @@ export class WorkerPool {
           issueText: job.issueText,
           extraGuidance: job.guidance,
           ...followUp?.request,
+          ...(job.attempts !== undefined ? { overrides: { attempts: job.attempts } } : {}),
           sandbox: deps.sandbox,
           outDir,
           signal,
