@@ -18,7 +18,7 @@ import type { IssueJob } from './job.js';
 import { KeyedLock } from './keyed-lock.js';
 import { hasWriteAccess } from './permission-check.js';
 import { RestBudget } from './rest-budget.js';
-import { sanitizeIssueText } from './sanitize-issue-text.js';
+import { readIssueTextsOffThread } from './sanitize-off-thread.js';
 import { ensureStatusComment, renderStatus } from './status-comment.js';
 import { issueKey, type TriggerDecision, type TriggerTarget } from './triggers.js';
 
@@ -234,7 +234,20 @@ export class Intake {
         });
       }
     } else {
-      runId = this.#release(deliveryId, decision, held?.id);
+      // Only now, for a permitted sender, and off the event loop: what the model may see.
+      const job = await visibleJob(jobFor(deliveryId, decision));
+      if ('unreadable' in job) {
+        log.info({ deliveryId, key, reason: job.unreadable }, 'run refused: unreadable issue text');
+        if (held && queue.discard(held.id)) this.deps.onEnqueued?.();
+        this.#write({ kind: 'reaction', target: decision });
+        this.#write({
+          kind: 'comment',
+          target: decision,
+          body: `@${who}, frognano cannot use this issue: ${job.unreadable}. Edit it and try again.`,
+        });
+        return;
+      }
+      runId = this.#release(deliveryId, decision, held?.id, job);
     }
     if (runId) queue.addRestCalls(runId, budget.spent);
   }
@@ -244,15 +257,16 @@ export class Intake {
     deliveryId: string,
     decision: Extract<AcceptedTrigger, { kind: 'run' }>,
     heldId: string | undefined,
+    job: IssueJob,
   ): string | undefined {
     const { queue, log } = this.deps;
     const key = issueKey(decision);
     let runId = heldId;
     if (runId) {
-      if (queue.release(runId)) this.deps.onEnqueued?.();
+      if (queue.release(runId, job)) this.deps.onEnqueued?.();
     } else {
       // Accepted while another run was active (or recorded before runs were made at accept).
-      const enqueued = queue.enqueue({ key, job: jobFor(deliveryId, decision), deliveryId });
+      const enqueued = queue.enqueue({ key, job, deliveryId });
       if (enqueued.status === 'duplicate') return undefined;
       if (enqueued.status === 'active') {
         this.#write({ kind: 'reaction', target: decision, runId: enqueued.run.id });
@@ -371,7 +385,10 @@ export class Intake {
   }
 }
 
-/** The run's job: a snapshot of the trigger, sanitized, taken when the maintainer acted. */
+/**
+ * The run's job: a snapshot of the trigger, taken when the maintainer acted, its text still raw
+ * (held runs only carry it until `visibleJob` replaces it).
+ */
 function jobFor(deliveryId: string, decision: Extract<AcceptedTrigger, { kind: 'run' }>): IssueJob {
   return {
     installationId: decision.installationId,
@@ -379,13 +396,21 @@ function jobFor(deliveryId: string, decision: Extract<AcceptedTrigger, { kind: '
     repo: decision.repo,
     issueNumber: decision.issueNumber,
     issueTitle: decision.issueTitle,
-    issueText: sanitizeIssueText(`${decision.issueTitle}\n\n${decision.issueBody}`),
+    issueText: `${decision.issueTitle}\n\n${decision.issueBody}`,
     defaultBranch: decision.defaultBranch,
     sender: decision.sender,
     source: decision.source,
-    guidance: decision.guidance ? sanitizeIssueText(decision.guidance) || undefined : undefined,
+    guidance: decision.guidance,
     deliveryId,
   };
+}
+
+/** The job with only the text a reader of the issue sees, or why its text cannot be used. */
+export async function visibleJob(job: IssueJob): Promise<IssueJob | { unreadable: string }> {
+  const [text, guidance] = await readIssueTextsOffThread([job.issueText, job.guidance ?? '']);
+  if (!text?.ok) return { unreadable: text?.reason ?? 'the issue text could not be read' };
+  // Guidance that cannot be read is dropped, as empty guidance is: the issue stands alone.
+  return { ...job, issueText: text.text, guidance: (guidance?.ok && guidance.text) || undefined };
 }
 
 export function statusCommentId(queue: RunQueue<IssueJob>, key: string): number | undefined {
