@@ -25,7 +25,7 @@ import { lockDataDir, type DataDirHalf } from './queue/data-dir-lock.js';
 import { startRetention } from './queue/retention.js';
 import { reap } from './sandbox/reap.js';
 import { runPipeline } from './runner/run.js';
-import { loadAppConfig, type AppConfig } from './github/app-config.js';
+import { AppConfigError, loadAppConfig, type AppConfig } from './github/app-config.js';
 import { Intake } from './github/intake.js';
 import type { IssueJob } from './github/job.js';
 import { KeyedLock } from './github/keyed-lock.js';
@@ -69,6 +69,8 @@ export interface StartAppOptions {
   pollMs?: number;
   /** Wait before deliveries whose permission check failed are tried again (default 30 s). */
   intakeRetryMs?: number;
+  /** A webhook body not complete this long after its request arrived is cut (default 10 s). */
+  webhookBodyTimeoutMs?: number;
 }
 
 export interface RunningApp {
@@ -158,7 +160,15 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
 
   if (!config.credentials) {
     if (mode === 'worker') {
-      throw new Error('APP_ID and PRIVATE_KEY (or PRIVATE_KEY_PATH) must be set to run workers');
+      throw new AppConfigError([
+        'APP_ID and PRIVATE_KEY (or PRIVATE_KEY_PATH) must be set to run workers: run `frognano start` once to register the App (it writes them to .env), or set them from the App settings',
+      ]);
+    }
+    // Probot serves no registration flow in production (the Docker image sets NODE_ENV).
+    if (env.NODE_ENV === 'production') {
+      throw new AppConfigError([
+        'APP_ID and PRIVATE_KEY (or PRIVATE_KEY_PATH) are not set, and NODE_ENV=production turns the registration flow off: register the App once elsewhere (`npm start` without NODE_ENV) or create it by hand, then set APP_ID, PRIVATE_KEY and WEBHOOK_SECRET',
+      ]);
     }
     log.warn('APP_ID or the private key is missing: serving the GitHub App registration flow');
     const port = config.port === 0 ? await freePort(config.host) : config.port;
@@ -352,7 +362,12 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       return appFn(app, appOptions);
     });
     httpServer = await server.start().catch(failStart);
-    guardWebhookBodies(httpServer, config.webhookPath, log);
+    guardWebhookBodies(
+      httpServer,
+      config.webhookPath,
+      log,
+      options.webhookBodyTimeoutMs ?? WEBHOOK_BODY_TIMEOUT_MS,
+    );
     // Deliveries recorded before a crash but not yet handled.
     void intake.kick();
   }
@@ -385,6 +400,13 @@ export const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
 /** All webhook bodies being read at once may hold at most this much memory. */
 export const MAX_WEBHOOK_BYTES_IN_FLIGHT = 4 * MAX_WEBHOOK_BYTES;
 
+/**
+ * GitHub gives up on a delivery that takes more than 10 s; a body still arriving after that is
+ * not GitHub's, and would hold its share of the in-flight budget for Node's 5-minute request
+ * timeout: four such senders would turn every real delivery away.
+ */
+export const WEBHOOK_BODY_TIMEOUT_MS = 10_000;
+
 /** The raw body of the webhook request being handled (its hash detects replays). */
 const webhookBody = new AsyncLocalStorage<{ sha256: string }>();
 
@@ -409,7 +431,12 @@ function webhookPathname(url: string): string | undefined {
  * connection closed. The body read is handed to Probot as `rawBody` (which its middleware
  * takes instead of reading the stream), and its SHA-256 to our handler.
  */
-function guardWebhookBodies(server: HttpServer, webhookPath: string, log: Logger): void {
+function guardWebhookBodies(
+  server: HttpServer,
+  webhookPath: string,
+  log: Logger,
+  bodyTimeoutMs: number,
+): void {
   const target = webhookPathname(webhookPath);
   const listeners = server.listeners('request') as ((
     req: IncomingMessage,
@@ -428,7 +455,7 @@ function guardWebhookBodies(server: HttpServer, webhookPath: string, log: Logger
       log.warn({ url: (req.url ?? '').slice(0, 200), bytes, status }, why);
       if (!res.headersSent) {
         res.writeHead(status, { connection: 'close', 'content-type': 'text/plain' });
-        res.end(status === 413 ? 'payload too large\n' : 'busy\n');
+        res.end(status === 413 ? 'payload too large\n' : status === 408 ? 'too slow\n' : 'busy\n');
       }
     };
     const declared = Number(req.headers['content-length'] ?? 0);
@@ -439,8 +466,16 @@ function guardWebhookBodies(server: HttpServer, webhookPath: string, log: Logger
     const chunks: Buffer[] = [];
     let received = 0;
     let done = false;
+    const slow = setTimeout(() => {
+      if (done) return;
+      stop();
+      req.pause();
+      refuse(408, 'webhook body slower than GitHub sends: connection cut', received);
+      req.socket.destroy();
+    }, bodyTimeoutMs).unref();
     const stop = () => {
       done = true;
+      clearTimeout(slow);
       inFlight -= received;
       req.removeListener('data', onData);
       req.removeListener('end', onEnd);

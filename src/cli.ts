@@ -152,6 +152,8 @@ try {
   } else if (error instanceof Error && isOneLineFailure(error)) {
     // A model server's answer (e.g. the models it serves) can be part of the message.
     process.stderr.write(`frognano: ${terminalText(error.message)}\n`);
+    // Another process owns the data directory or the port: a refusal to start, not bad usage.
+    if (error.name === 'DataDirBusyError' || isPortInUse(error)) process.exitCode = 1;
   } else {
     process.stderr.write(
       `frognano: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
@@ -159,13 +161,20 @@ try {
   }
 }
 
+/** Probot's listen error, whose message already says which port and what to do. */
+function isPortInUse(error: Error): boolean {
+  return (error as NodeJS.ErrnoException).code === 'EADDRINUSE';
+}
+
 /** Errors whose message is already the one actionable line for the user. */
 function isOneLineFailure(error: Error): boolean {
+  if (isPortInUse(error)) return true;
   return [
     'DockerUnavailableError',
     'ModelEndpointError',
     'RepoConfigError',
     'AppConfigError',
     'SandboxImageError',
+    'DataDirBusyError',
   ].includes(error.name);
 }

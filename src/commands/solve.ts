@@ -207,5 +207,5 @@ function failedLine(result: RunResult, reason: string, outDir: string): string {
 
 function doneLine(result: RunResult, outDir: string): string {
   const files = result.filesChanged.length;
-  return `[frognano] done: ${result.exitReason}, ${result.budgets.steps} steps, ${files} file(s) changed; wrote ${outDir}/patch.diff, summary.md, trajectory.json`;
+  return `[frognano] done: ${result.exitReason}, ${result.budgets.steps} steps, ${files} file(s) changed; wrote ${outDir}/patch.diff, summary.md, trajectory.json, trajectory.html`;
 }

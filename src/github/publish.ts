@@ -9,7 +9,7 @@ import { mkdtemp, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { redactSecrets, registerSecret } from '../redact.js';
-import { commitMessage } from './commit-message.js';
+import { commitMessage, defuseReferences } from './commit-message.js';
 import { hostGitEnv } from '../runner/host-git-env.js';
 import type { GitHubClient } from './octokit.js';
 
@@ -256,7 +256,11 @@ export async function publishPatch(params: PublishParams): Promise<PublishResult
       repo: params.repo,
       head: branch,
       base: params.baseBranch,
-      title: `frognano: ${params.issueTitle.trim()}`.slice(0, 240),
+      // A squash merge proposes the PR title as the commit subject: defused like the commit's.
+      title: `frognano: ${defuseReferences(params.issueTitle.replace(/\s+/g, ' ').trim())}`.slice(
+        0,
+        240,
+      ),
       body: params.body,
     });
     let reviewRequested = false;

@@ -171,6 +171,45 @@ describe('publishPatch (real git, real smart-HTTP server)', () => {
     expect(readdirSync(workRoot)).toEqual([]);
   });
 
+  it('defuses closing keywords and mentions of the issue title in the PR title (a squash merge commits it)', async () => {
+    let title = '';
+    const scope = nock(API)
+      .get('/repos/octo/calc/pulls')
+      .query({ head: 'octo:frognano/issue-5', state: 'open', per_page: 1 })
+      .reply(200, [])
+      .post('/repos/octo/calc/pulls', (b: Record<string, unknown>) => {
+        title = String(b.title);
+        return true;
+      })
+      .reply(201, { number: 12, html_url: 'https://github.com/octo/calc/pull/12' })
+      .post('/repos/octo/calc/pulls/12/requested_reviewers', { reviewers: ['octocat'] })
+      .reply(201, {});
+    await publishPatch({
+      octokit: testOctokit(),
+      owner: 'octo',
+      repo: 'calc',
+      issueNumber: 5,
+      issueTitle: 'Fixes #12, closes octo/other#3 and GH-4, cc @admin',
+      baseBranch: 'main',
+      baseCommit: base,
+      patch: patchFor(FIXED_CALC),
+      gitUrl: `${server.url}/octo/calc.git`,
+      mintToken: async () => TOKEN,
+      workRoot: join(tmp, 'work'),
+      bot,
+      coAuthor: { login: 'octocat', id: 583231 },
+      noreplyDomain: 'users.noreply.github.com',
+      body: 'Fixes #5.',
+      log,
+    });
+    scope.done();
+    // GitHub's squash merge proposes the PR title as the commit subject: "fixes #12" there
+    // would close issue 12 once merged.
+    expect(title).toBe(
+      'frognano: Fixes #\u200b12, closes octo/other#\u200b3 and GH-\u200b4, cc @\u200badmin',
+    );
+  });
+
   it('updates the branch with force-with-lease and the open PR on a retry', async () => {
     nock(API)
       .get('/repos/octo/calc/pulls')

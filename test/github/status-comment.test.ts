@@ -132,6 +132,31 @@ describe('describeResult', () => {
     expect(nodeTypes(tree)).not.toContain('blockquote');
   });
 
+  it('shows terminal escapes and other control characters in model text as visible escapes', () => {
+    // summary.md carries the same text, and people `cat` it in a terminal.
+    const state = describeResult(
+      runResult({ patch: '', finalMessage: 'done \u001b[2J\u001b]0;pwned\u0007 \u009b31m ok\tx' }),
+    );
+    const text = renderStatus(state!);
+    // eslint-disable-next-line no-control-regex -- asserting their absence
+    expect(text).not.toMatch(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/);
+    expect(plainText(markdownTree(text))).toContain('done \\x1b[2J\\x1b]0;pwned\\x07 \\x9b31m ok');
+  });
+
+  it('keeps a policy violation on its line when the file name holds carriage returns', () => {
+    // git allows \r in file names; a lone \r ends a Markdown line, and block structure is
+    // read before code spans: "\r\r# …" inside inline code would start a heading.
+    const name = '.github/workflows/x\r\r# ✅ Security review: APPROVED\r\r> [!IMPORTANT]\r> ok';
+    const state = describeResult(
+      runResult({
+        violations: [{ rule: 'blocked_path', detail: `${name} matches blocked path .github/**` }],
+      }),
+    );
+    const tree = markdownTree(renderStatus(state!));
+    expect(nodeTypes(tree)).not.toContain('heading');
+    expect(nodeTypes(tree)).not.toContain('blockquote');
+  });
+
   it('defuses mentions, references, images and HTML in error texts shown as prose', () => {
     for (const outcome of [
       'sandbox_failed',

@@ -65,6 +65,8 @@ export interface HarnessOptions {
   gitHttp?: GitHubMock;
   /** Set FROGNANO_BOT_NAME/EMAIL (default: unset, so the App asks GitHub who it is). */
   botEnv?: boolean;
+  /** See StartAppOptions.webhookBodyTimeoutMs. */
+  webhookBodyTimeoutMs?: number;
 }
 
 export interface Harness {
@@ -121,6 +123,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     Octokit: AppTestOctokit,
     pollMs: 50,
     intakeRetryMs: 200,
+    ...(options.webhookBodyTimeoutMs ? { webhookBodyTimeoutMs: options.webhookBodyTimeoutMs } : {}),
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,

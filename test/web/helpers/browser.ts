@@ -5,7 +5,7 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { describe } from 'vitest';
 
-export const CHROMIUM_PATH = process.env.FROGNANO_CHROMIUM ?? '/usr/bin/chromium';
+export const CHROMIUM_PATH = process.env.FROGNANO_TEST_CHROMIUM ?? '/usr/bin/chromium';
 export const CHROMIUM_ARGS = [
   '--no-sandbox',
   '--disable-gpu',
