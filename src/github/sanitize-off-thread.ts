@@ -6,8 +6,11 @@ import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { IssueTextRead } from './sanitize-issue-text.js';
 
-/** How long one request may take before its worker is terminated. */
-export const SANITIZE_DEADLINE_MS = 10_000;
+/**
+ * How long one request may take before its worker is terminated: a loaded machine starting the
+ * worker included (hostile shapes are refused before parsing; dense text parses in ~1 s).
+ */
+export const SANITIZE_DEADLINE_MS = 30_000;
 
 interface Pending {
   resolve: (reads: IssueTextRead[]) => void;
