@@ -19,7 +19,7 @@ import { notOursLine, ownPullRequest } from './follow-up.js';
 import { KeyedLock } from './keyed-lock.js';
 import { hasWriteAccess } from './permission-check.js';
 import { RestBudget } from './rest-budget.js';
-import { sanitizeIssueText } from './sanitize-issue-text.js';
+import { readIssueTextsOffThread } from './sanitize-off-thread.js';
 import { ensureStatusComment, renderStatus } from './status-comment.js';
 import { issueKey, type TriggerDecision, type TriggerTarget } from './triggers.js';
 
@@ -264,7 +264,20 @@ export class Intake {
         : '`/frognano use` is not available on this server.';
       this.#write({ kind: 'comment', target: decision, body: `@${who}, ${reply}` });
     } else {
-      runId = this.#release(deliveryId, decision, held?.id);
+      // Only now, for a permitted sender, and off the event loop: what the model may see.
+      const job = await visibleJob(jobFor(deliveryId, decision));
+      if ('unreadable' in job) {
+        log.info({ deliveryId, key, reason: job.unreadable }, 'run refused: unreadable issue text');
+        if (held && queue.discard(held.id)) this.deps.onEnqueued?.();
+        this.#write({ kind: 'reaction', target: decision });
+        this.#write({
+          kind: 'comment',
+          target: decision,
+          body: `@${who}, frognano cannot use this issue: ${job.unreadable}. Edit it and try again.`,
+        });
+        return;
+      }
+      runId = this.#release(deliveryId, decision, held?.id, job);
     }
     if (runId) queue.addRestCalls(runId, budget.spent);
   }
@@ -274,15 +287,16 @@ export class Intake {
     deliveryId: string,
     decision: Extract<AcceptedTrigger, { kind: 'run' }>,
     heldId: string | undefined,
+    job: IssueJob,
   ): string | undefined {
     const { queue, log } = this.deps;
     const key = issueKey(decision);
     let runId = heldId;
     if (runId) {
-      if (queue.release(runId)) this.deps.onEnqueued?.();
+      if (queue.release(runId, job)) this.deps.onEnqueued?.();
     } else {
       // Accepted while another run was active (or recorded before runs were made at accept).
-      const enqueued = queue.enqueue({ key, job: jobFor(deliveryId, decision), deliveryId });
+      const enqueued = queue.enqueue({ key, job, deliveryId });
       if (enqueued.status === 'duplicate') return undefined;
       if (enqueued.status === 'active') {
         this.#write({ kind: 'reaction', target: decision, runId: enqueued.run.id });
@@ -401,7 +415,10 @@ export class Intake {
   }
 }
 
-/** The run's job: a snapshot of the trigger, sanitized, taken when the maintainer acted. */
+/**
+ * The run's job: a snapshot of the trigger, taken when the maintainer acted, its text still raw
+ * (held runs only carry it until `visibleJob` replaces it).
+ */
 function jobFor(deliveryId: string, decision: Extract<AcceptedTrigger, { kind: 'run' }>): IssueJob {
   return {
     installationId: decision.installationId,
@@ -409,25 +426,44 @@ function jobFor(deliveryId: string, decision: Extract<AcceptedTrigger, { kind: '
     repo: decision.repo,
     issueNumber: decision.issueNumber,
     issueTitle: decision.issueTitle,
+    // Raw here: read (sanitized) off the event loop after the permission check (visibleJob).
     // A follow-up's issue text is the original issue, recorded when that was published.
-    issueText: decision.review
-      ? ''
-      : sanitizeIssueText(`${decision.issueTitle}\n\n${decision.issueBody}`),
+    issueText: decision.review ? '' : `${decision.issueTitle}\n\n${decision.issueBody}`,
     defaultBranch: decision.defaultBranch,
     sender: decision.sender,
     source: decision.source,
-    guidance: decision.guidance ? sanitizeIssueText(decision.guidance) || undefined : undefined,
+    guidance: decision.guidance,
     ...(decision.attempts !== undefined ? { attempts: decision.attempts } : {}),
     deliveryId,
     ...(decision.review
       ? {
           review: {
             trigger: decision.review.trigger,
-            feedback: sanitizeIssueText(decision.review.feedback),
+            feedback: decision.review.feedback,
             at: decision.review.at,
           },
         }
       : {}),
+  };
+}
+
+/** The job with only the text a reader of the issue sees, or why its text cannot be used. */
+export async function visibleJob(job: IssueJob): Promise<IssueJob | { unreadable: string }> {
+  const [text, guidance, feedback] = await readIssueTextsOffThread([
+    job.issueText,
+    job.guidance ?? '',
+    job.review?.feedback ?? '',
+  ]);
+  if (!text?.ok) return { unreadable: text?.reason ?? 'the issue text could not be read' };
+  if (job.review && !feedback?.ok) {
+    return { unreadable: feedback?.reason ?? 'the feedback could not be read' };
+  }
+  return {
+    ...job,
+    issueText: text.text,
+    // Guidance that cannot be read is dropped, as empty guidance is: the issue stands alone.
+    guidance: (guidance?.ok && guidance.text) || undefined,
+    ...(job.review && feedback?.ok ? { review: { ...job.review, feedback: feedback.text } } : {}),
   };
 }
 

@@ -138,8 +138,7 @@ export function analyzePatch(
     const { workspace, test } = prepared;
     const turn = (analysisQueue.get(workspace) ?? Promise.resolve()).then(() =>
       workspace.changesFromPatch(patch, {
-        setAside: (p, c) =>
-          isHarnessFile(p, test?.command) || isTestFile(p) || addsRootModule(c),
+        setAside: (p, c) => isHarnessFile(p, test?.command) || isTestFile(p) || addsRootModule(c),
       }),
     );
     analysisQueue.set(
