@@ -26,6 +26,13 @@ import { issueKey, type TriggerDecision, type TriggerTarget } from './triggers.j
 export type AcceptedTrigger = Exclude<TriggerDecision, { kind: 'ignore' }>;
 
 export const STATUS_COMMENT_NOTE = 'status-comment-id';
+/**
+ * Set (to the time) while intake writes an issue's status comment. A worker in another process
+ * (`frognano serve` + `frognano worker`) waits for it to clear before its first status write, so
+ * both never create a comment. Intake sets it BEFORE it reads the run's state and the worker reads
+ * it AFTER its claim, so one of them always sees the other (the queue serializes both).
+ */
+export const STATUS_POSTING_NOTE = 'status-comment-posting';
 
 /** How long a delivery whose decision failed (GitHub unreachable) waits before it is tried again. */
 const RETRY_FAILED_MS = 30_000;
@@ -397,16 +404,21 @@ export class Intake {
         const client = await octokit();
         // Under the issue's lock, shared with the workers: "queued" cannot land after "running".
         await lock.run(key, async () => {
-          const now = task.render();
-          if (!now) return;
-          runId = now.runId;
-          const id = await ensureStatusComment(
-            client,
-            { owner: t.owner, repo: t.repo, issueNumber: t.issueNumber },
-            now.body,
-            statusCommentId(queue, key),
-          );
-          queue.setNote(key, STATUS_COMMENT_NOTE, String(id));
+          queue.setNote(key, STATUS_POSTING_NOTE, String(Date.now()));
+          try {
+            const now = task.render();
+            if (!now) return;
+            runId = now.runId;
+            const id = await ensureStatusComment(
+              client,
+              { owner: t.owner, repo: t.repo, issueNumber: t.issueNumber },
+              now.body,
+              statusCommentId(queue, key),
+            );
+            queue.setNote(key, STATUS_COMMENT_NOTE, String(id));
+          } finally {
+            queue.setNote(key, STATUS_POSTING_NOTE, undefined);
+          }
         });
       }
     } finally {

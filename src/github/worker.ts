@@ -14,7 +14,12 @@ import {
 import type { RunProgress, RunRequest, RunResult, SandboxKind } from '../runner/run-types.js';
 import { redactSecrets, registerSecret } from '../redact.js';
 import { FollowUpRefused, prepareFollowUp, publishFollowUp } from './follow-up.js';
-import { STATUS_COMMENT_NOTE, statusCommentId, triggerWords } from './intake.js';
+import {
+  STATUS_COMMENT_NOTE,
+  STATUS_POSTING_NOTE,
+  statusCommentId,
+  triggerWords,
+} from './intake.js';
 import type { IssueJob } from './job.js';
 import type { KeyedLock } from './keyed-lock.js';
 import type { GitHubClient } from './octokit.js';
@@ -275,19 +280,20 @@ export class WorkerPool {
   }
 
   /**
-   * Waits (bounded) until intake has handled the delivery that made this run: intake in
-   * another process (`frognano serve`) may still be posting the "queued" comment, and a
-   * worker that wrote first would find no comment and post a second one. In one process the
-   * issue's lock already orders them.
+   * Waits (bounded) while intake is writing this issue's status comment: intake in another
+   * process (`frognano serve`) may be creating the "queued" comment right now, and a worker that
+   * wrote first would find no comment and create a second one. (In one process the issue's lock
+   * already orders them.) A note older than the wait is a crashed intake's: ignored.
    */
   async #intakeDone(run: RunRecord<IssueJob>): Promise<void> {
     const { queue } = this.deps;
+    const key = issueKey(run.job);
     const deadline = Date.now() + INTAKE_WAIT_MS;
-    const pending = () =>
-      run.deliveryId !== undefined &&
-      statusCommentId(queue, issueKey(run.job)) === undefined &&
-      queue.pendingDeliveries().some((d) => d.deliveryId === run.deliveryId);
-    while (pending() && Date.now() < deadline) {
+    const posting = () => {
+      const since = Number(queue.getNote(key, STATUS_POSTING_NOTE) ?? NaN);
+      return Date.now() - since < INTAKE_WAIT_MS;
+    };
+    while (posting() && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
