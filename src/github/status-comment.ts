@@ -156,6 +156,11 @@ export function describeResult(run: RunResult): StatusState | undefined {
         kind: 'failed',
         reason: `the model endpoint could not be reached${result.error ? `: ${result.error}` : ''}. Check that the model server is up.`,
       };
+    case 'capture_failed':
+      return {
+        kind: 'failed',
+        reason: `the agent finished, but its change could not be read out of the sandbox: ${result.error ?? 'unknown error'}.`,
+      };
     case 'cancelled':
       return { kind: 'cancelled' };
     case 'completed':

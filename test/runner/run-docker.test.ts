@@ -223,6 +223,35 @@ describeDocker('runPipeline with the Docker sandbox', () => {
     expect(await labelledContainers(runId)).toEqual([]);
   });
 
+  it('a huge file cannot hold the patch capture past the run deadline; the run fails as capture_failed', async () => {
+    const repo = createPythonRepo(mkdtempSync(path.join(root, 'huge-')));
+    const m = await deps([
+      toolCall('Bash', { command: 'truncate -s 50G /testbed/sparse && echo made' }),
+      finalAnswer('Done.'),
+    ]);
+    const runId = `t-docker-huge-${Date.now()}`;
+    const started = Date.now();
+    try {
+      const result = await runPipeline(
+        {
+          ...request(repo.dir, runId, path.join(root, 'out-huge')),
+          overrides: { timeoutMinutes: 0.1 },
+        },
+        m.deps,
+      );
+      expect(result.outcome).toBe('capture_failed');
+      expect(result.error).toMatch(
+        /^the patch could not be captured: patch capture: `git add` did not finish before the run's deadline$/,
+      );
+      expect(result.verifyAfter).toBeUndefined();
+      // 6 s of budget and 20 s of grace, not 120 s per git command
+      expect(Date.now() - started).toBeLessThan(100_000);
+    } finally {
+      await m.close();
+    }
+    expect(await labelledContainers(runId)).toEqual([]);
+  });
+
   it('a new pytest.py or dataclasses.py at the root shadowing the runner yields "after: fail"', async () => {
     // `python3 -m pytest` puts the repository root first on sys.path: a new module there
     // replaces pytest itself, or a module pytest imports, before any test runs.
