@@ -66,6 +66,7 @@ import {
 } from '../sandbox/snapshot-cache.js';
 import { prepareWorkspace, type AppliedPatch, type Workspace } from './workspace.js';
 import { addsRootModule, isHarnessFile, isTestFile, patchFacts } from './patch-facts.js';
+import { pytestReportCommand, readReport, reportPath } from './test-report.js';
 
 export { DEFAULT_TIMEOUT_MINUTES };
 export const DEFAULT_SETUP_TIMEOUT_MS = 20 * 60_000;
@@ -454,7 +455,9 @@ export async function runPipeline(
     const limit = limitOf(sandbox, undefined);
     if (limit) return stop('sandbox_limit', limit.message);
     if (leaf.error) result.error = leaf.error;
-    if (leaf.patchError) result.error = `the patch could not be captured: ${leaf.patchError}`;
+    // Without its patch the run has nothing to verify or publish: a failure, never `completed`.
+    if (leaf.patchError)
+      return stop('capture_failed', `the patch could not be captured: ${leaf.patchError}`);
 
     // git's reading of the patch on the host's clean clone, once: the policy checks it, the
     // evidence splits on it (the repository's own tests and harness for the verdict).
@@ -599,7 +602,11 @@ async function runTest(
   deps: PipelineDeps,
   signal: AbortSignal,
 ): Promise<TestResult> {
-  const run = await sandbox.exec(combinedOutput(test.command), {
+  // pytest is asked for its JUnit report, so an exit 0 from a process that quit before
+  // pytest ran anything does not read as a pass.
+  const report = reportPath();
+  const reported = pytestReportCommand(test.command, report);
+  const run = await sandbox.exec(combinedOutput(reported ?? test.command), {
     timeoutMs: deps.testTimeoutMs ?? DEFAULT_TEST_TIMEOUT_MS,
     signal,
     maxOutputBytes: COMMAND_OUTPUT_BYTES,
@@ -615,6 +622,7 @@ async function runTest(
     timedOut: run.timedOut,
     outputTail: tail(combined(run), OUTPUT_TAIL_CHARS),
     durationMs: Math.round(run.durationMs),
+    ...(reported === undefined ? {} : { report: await readReport(sandbox, report, signal) }),
   };
 }
 
