@@ -64,7 +64,7 @@ export function parseJUnitReport(xml: string): TestReport {
     for (const key of ['tests', 'failures', 'errors', 'skipped'] as const) {
       const value = attrs.get(key) ?? (key === 'tests' ? undefined : '0');
       if (value === undefined || !/^\d{1,9}$/.test(value)) {
-        return none(`the test report has no valid \`${key}\` count`);
+        return none(`the test report has no valid ${key} count`);
       }
       totals[key] += Number(value);
     }
