@@ -98,6 +98,12 @@ async function run(
     maxOutputBytes?: number;
   },
 ): Promise<ExecResult> {
+  // A timeout of zero or less would mean no timeout at all to some sandboxes.
+  if (options.timeoutMs <= 0) {
+    throw new SandboxFailure(
+      `patch capture: no time was left for \`${shortName(command)}\` before the run's deadline`,
+    );
+  }
   const result = await sandbox.exec(command, {
     timeoutMs: options.timeoutMs,
     env: options.env,
