@@ -39,6 +39,7 @@ import {
 } from './github/publish.js';
 import { prunePendingPublishes } from './github/pending-publish.js';
 import { decideTrigger } from './github/triggers.js';
+import { useCommandHandler } from './github/use-attempt.js';
 import { type RunPipelineFn, WorkerPool, runOutDir } from './github/worker.js';
 import {
   queueRunListing,
@@ -118,6 +119,9 @@ export function frognanoApp(deps: FrognanoAppDeps): ApplicationFunction {
     };
     app.on('issues.labeled', handle);
     app.on('issue_comment.created', handle);
+    // Follow-ups on the bot's draft pull requests (src/github/review-triggers.ts).
+    app.on('pull_request_review.submitted', handle);
+    app.on('pull_request_review_comment.created', handle);
     if (deps.trajectoriesFrom) addHandler(trajectoryHandler(deps.trajectoriesFrom));
     for (const handler of deps.webHandlers ?? []) addHandler(handler);
     if (deps.metrics) addHandler(metricsHandler(deps.metrics, deps.log));
@@ -312,6 +316,16 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     onEnqueued: () => workers?.kick(),
     onCancelRequested: (runId) => workers?.abort(runId),
     retryMs: options.intakeRetryMs,
+    onUse: useCommandHandler({
+      queue,
+      dataDir: config.dataDir,
+      gitBaseUrl: config.gitBaseUrl,
+      ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
+      appAuth: async () => (await probotForAuth.auth()) as GitHubClient,
+      ...(config.botIdentity ? { botIdentity: config.botIdentity } : {}),
+      log,
+      ...(options.git ? { git: options.git } : {}),
+    }),
   });
 
   let server: Server | undefined;

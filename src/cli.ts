@@ -52,10 +52,22 @@ program
   )
   .option('--image <image>', 'sandbox image (overrides .github/frognano.yml)')
   .option('--revision <rev>', 'commit, branch or tag to start from (default: HEAD)')
+  .option(
+    '--feedback-file <file>',
+    "review feedback on the previous attempt at --revision: a follow-up run, as on the bot's PR",
+  )
+  .option(
+    '--base <rev>',
+    'with --feedback-file: diff the previous attempt against this (default: HEAD)',
+  )
   .option('--model-url <url>', 'OpenAI-compatible base URL (default FROGNANO_MODEL_URL)')
   .option('--model <name>', 'served model name (default FROGNANO_MODEL)')
   .option('--max-steps <n>', 'step budget (default 150 or the repo config)')
   .option('--timeout-minutes <n>', 'wall-clock budget of the agent loop')
+  .option(
+    '--attempts <n>',
+    'parallel attempts, 1-8; the verified best is kept (default 1 or the repo config; FROGNANO_MAX_ATTEMPTS caps it)',
+  )
   .addHelpText(
     'after',
     `

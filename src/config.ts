@@ -35,6 +35,10 @@ const httpUrl = z
 const RepoConfigCapsEnv = z.object({
   FROGNANO_MAX_STEPS_CAP: positiveInt.optional(),
   FROGNANO_MAX_TIMEOUT_MINUTES_CAP: number('a positive number of minutes', (n) => n > 0).optional(),
+  FROGNANO_MAX_ATTEMPTS: number(
+    'an integer from 1 to 8',
+    (n) => Number.isInteger(n) && n >= 1 && n <= 8,
+  ).optional(),
 });
 
 export const ProcessConfig = z.object({
@@ -124,6 +128,7 @@ export function parseEnv<S extends z.ZodObject>(
 export function repoConfigCaps(env: NodeJS.ProcessEnv = process.env): {
   maxSteps?: number;
   timeoutMinutes?: number;
+  attempts?: number;
 } {
   const parsed = parseEnv(RepoConfigCapsEnv, env);
   if ('problems' in parsed) throw new ConfigError(parsed.problems);
@@ -133,6 +138,9 @@ export function repoConfigCaps(env: NodeJS.ProcessEnv = process.env): {
     }),
     ...(parsed.data.FROGNANO_MAX_TIMEOUT_MINUTES_CAP !== undefined && {
       timeoutMinutes: parsed.data.FROGNANO_MAX_TIMEOUT_MINUTES_CAP,
+    }),
+    ...(parsed.data.FROGNANO_MAX_ATTEMPTS !== undefined && {
+      attempts: parsed.data.FROGNANO_MAX_ATTEMPTS,
     }),
   };
 }

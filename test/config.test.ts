@@ -67,6 +67,13 @@ describe('operator caps on what a repository config may ask', () => {
     ).toEqual({ maxSteps: 60, timeoutMinutes: 12.5 });
   });
 
+  it('reads FROGNANO_MAX_ATTEMPTS (1 to 8)', () => {
+    expect(repoConfigCaps({ FROGNANO_MAX_ATTEMPTS: '3' })).toEqual({ attempts: 3 });
+    expect(() => repoConfigCaps({ FROGNANO_MAX_ATTEMPTS: '9' })).toThrow(
+      'FROGNANO_MAX_ATTEMPTS must be an integer from 1 to 8 (got "9")',
+    );
+  });
+
   it('names a bad cap', () => {
     expect(() => loadProcessConfig({ FROGNANO_MAX_STEPS_CAP: '0' })).toThrow(
       'FROGNANO_MAX_STEPS_CAP must be a positive integer (got "0")',

@@ -22,13 +22,25 @@ export const SolveOptions = z
     model: z.string().min(1).optional(),
     maxSteps: positiveInt('--max-steps').optional(),
     timeoutMinutes: positiveInt('--timeout-minutes').optional(),
+    attempts: positiveInt('--attempts')
+      .refine((n) => n <= 8, { message: '--attempts must be from 1 to 8' })
+      .optional(),
     revision: z.string().min(1).optional(),
+    feedbackFile: z.string().min(1).optional(),
+    base: z.string().min(1).optional(),
   })
   .refine((o) => (o.issueFile === undefined) !== (o.issue === undefined), {
     message: 'give the task with exactly one of --issue-file <file> or --issue <text>',
   })
   .refine((o) => o.issue === undefined || o.issue.trim() !== '', {
     message: '--issue is empty: describe the problem to solve',
+  })
+  .refine((o) => o.feedbackFile === undefined || o.revision !== undefined, {
+    message:
+      '--feedback-file needs --revision <branch>: the previous attempt the feedback is about',
+  })
+  .refine((o) => o.base === undefined || o.feedbackFile !== undefined, {
+    message: '--base only goes with --feedback-file (the previous attempt is diffed against it)',
   });
 export type SolveOptions = z.infer<typeof SolveOptions>;
 

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { loadProcessConfig } from '../config.js';
 import { createLogger } from '../log.js';
 import { checkModelEndpoint } from '../leaf/openai-model.js';
+import { followUpTask } from '../runner/follow-up-task.js';
 import { runPipeline } from '../runner/run.js';
 import type { RunProgress, RunResult } from '../runner/run-types.js';
 import { assertDockerReachable, connectDocker } from '../sandbox/docker-engine.js';
@@ -44,6 +45,8 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
   const config = loadProcessConfig(io.env);
   const sandbox = options.sandbox ?? config.FROGNANO_SANDBOX;
   const issueText = await readIssueText(options);
+  const feedback =
+    options.feedbackFile === undefined ? undefined : await readFeedback(options.feedbackFile);
   const repo = await resolveRepo(options.repo);
   const modelConfig = modelConfigFrom(config, { baseUrl: options.modelUrl, model: options.model });
 
@@ -76,11 +79,28 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
       repo,
       revision: options.revision,
       issueText,
+      // A follow-up, as the App runs one on a review: the previous attempt is --revision.
+      ...(feedback !== undefined
+        ? {
+            followUp: {
+              diffBase: options.base ?? 'HEAD',
+              task: (previousDiff: string) =>
+                followUpTask({
+                  issueText,
+                  branch: options.revision,
+                  previousDiff,
+                  request: feedback,
+                  threads: [],
+                }),
+            },
+          }
+        : {}),
       sandbox,
       overrides: {
         image: options.image,
         maxSteps: options.maxSteps,
         timeoutMinutes: options.timeoutMinutes,
+        ...(options.attempts !== undefined ? { attempts: options.attempts } : {}),
       },
       outDir,
       signal: io.signal,
@@ -154,6 +174,18 @@ async function readIssueText(options: { issueFile?: string; issue?: string }): P
   return text.trim();
 }
 
+async function readFeedback(file: string): Promise<string> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch {
+    throw new UsageError(`cannot read --feedback-file ${file}: check the path`);
+  }
+  if (text.trim() === '')
+    throw new UsageError(`--feedback-file ${file} is empty: write what to change`);
+  return text.trim();
+}
+
 async function resolveRepo(repo: string): Promise<string> {
   if (/^(https?|ssh|git|file):\/\//.test(repo) || /^[\w.-]+@[\w.-]+:/.test(repo)) return repo;
   const dir = path.resolve(repo);
@@ -197,7 +229,8 @@ export function progressLine(event: RunProgress, startedAt: number): string {
   const elapsed = `${((Date.now() - startedAt) / 1000).toFixed(1)}s`;
   if (event.kind === 'phase') return `[frognano] ${event.phase} (${elapsed})`;
   const tools = event.tools.length > 0 ? event.tools.join(',') : 'answer';
-  return `[frognano] step ${event.step}/${event.maxSteps} ${tools} ${elapsed} ctx=${event.contextTokens}`;
+  const who = event.attempt === undefined ? '' : `attempt ${event.attempt} `;
+  return `[frognano] ${who}step ${event.step}/${event.maxSteps} ${tools} ${elapsed} ctx=${event.contextTokens}`;
 }
 
 function failedLine(result: RunResult, reason: string, outDir: string): string {

@@ -15,10 +15,11 @@ import type { Logger } from 'pino';
 import type { RunQueue } from '../queue/queue.js';
 import type { GitHubClient } from './octokit.js';
 import type { IssueJob } from './job.js';
+import { notOursLine, ownPullRequest } from './follow-up.js';
 import { KeyedLock } from './keyed-lock.js';
 import { hasWriteAccess } from './permission-check.js';
 import { RestBudget } from './rest-budget.js';
-import { sanitizeIssueText } from './sanitize-issue-text.js';
+import { readIssueTextsOffThread } from './sanitize-off-thread.js';
 import { ensureStatusComment, renderStatus } from './status-comment.js';
 import { issueKey, type TriggerDecision, type TriggerTarget } from './triggers.js';
 
@@ -41,6 +42,11 @@ export interface IntakeDeps {
   onCancelRequested?: (runId: string) => void;
   /** Wait before retrying deliveries whose decision failed (default 30 s). */
   retryMs?: number;
+  /** `/frognano use K` from a permitted sender: does it, returns the reply (src/github/use-attempt.ts). */
+  onUse?: (
+    decision: Extract<AcceptedTrigger, { kind: 'use' }>,
+    octokit: GitHubClient,
+  ) => Promise<string>;
 }
 
 /** A GitHub write waiting for its turn. */
@@ -196,13 +202,31 @@ export class Intake {
       return;
     }
 
+    if (decision.kind === 'run' && decision.source === 'review') {
+      // A follow-up only on a pull request this App opened (follow-up.ts).
+      const own = await ownPullRequest(octokit, queue, decision);
+      if (!own.ours) {
+        log.info({ deliveryId, key }, 'follow-up refused: not our pull request');
+        if (held && queue.discard(held.id)) this.deps.onEnqueued?.();
+        this.#write({
+          kind: 'comment',
+          target: decision,
+          onceNote: 'refused:not-ours',
+          body: notOursLine(who),
+        });
+        return;
+      }
+    }
+
     let runId: string | undefined;
     if (decision.kind === 'refuse') {
       this.#write({ kind: 'reaction', target: decision });
       this.#write({
         kind: 'comment',
         target: decision,
-        body: `frognano does not run on ${decision.reason} issues. ${decision.reason === 'closed' ? 'Reopen the issue' : 'Unlock the issue'} and try again.`,
+        body: decision.pullRequest
+          ? `frognano does not work on ${decision.reason} pull requests. ${decision.reason === 'closed' ? 'Reopen it' : 'Unlock it'} and try again.`
+          : `frognano does not run on ${decision.reason} issues. ${decision.reason === 'closed' ? 'Reopen the issue' : 'Unlock the issue'} and try again.`,
       });
     } else if (decision.kind === 'cancel') {
       const cancelled = queue.requestCancel(key);
@@ -212,7 +236,7 @@ export class Intake {
         this.#write({
           kind: 'comment',
           target: decision,
-          body: `@${who}, there is no queued or running frognano run on this issue to cancel.`,
+          body: `@${who}, there is no queued or running frognano run on this ${decision.pullRequest ? 'pull request' : 'issue'} to cancel.`,
         });
       } else if (cancelled.wasRunning) {
         log.info({ runId, key }, 'cancel requested for a running run');
@@ -233,8 +257,27 @@ export class Intake {
           },
         });
       }
+    } else if (decision.kind === 'use') {
+      this.#write({ kind: 'reaction', target: decision });
+      const reply = this.deps.onUse
+        ? await this.deps.onUse(decision, octokit)
+        : '`/frognano use` is not available on this server.';
+      this.#write({ kind: 'comment', target: decision, body: `@${who}, ${reply}` });
     } else {
-      runId = this.#release(deliveryId, decision, held?.id);
+      // Only now, for a permitted sender, and off the event loop: what the model may see.
+      const job = await visibleJob(jobFor(deliveryId, decision));
+      if ('unreadable' in job) {
+        log.info({ deliveryId, key, reason: job.unreadable }, 'run refused: unreadable issue text');
+        if (held && queue.discard(held.id)) this.deps.onEnqueued?.();
+        this.#write({ kind: 'reaction', target: decision });
+        this.#write({
+          kind: 'comment',
+          target: decision,
+          body: `@${who}, frognano cannot use this issue: ${job.unreadable}. Edit it and try again.`,
+        });
+        return;
+      }
+      runId = this.#release(deliveryId, decision, held?.id, job);
     }
     if (runId) queue.addRestCalls(runId, budget.spent);
   }
@@ -244,15 +287,16 @@ export class Intake {
     deliveryId: string,
     decision: Extract<AcceptedTrigger, { kind: 'run' }>,
     heldId: string | undefined,
+    job: IssueJob,
   ): string | undefined {
     const { queue, log } = this.deps;
     const key = issueKey(decision);
     let runId = heldId;
     if (runId) {
-      if (queue.release(runId)) this.deps.onEnqueued?.();
+      if (queue.release(runId, job)) this.deps.onEnqueued?.();
     } else {
       // Accepted while another run was active (or recorded before runs were made at accept).
-      const enqueued = queue.enqueue({ key, job: jobFor(deliveryId, decision), deliveryId });
+      const enqueued = queue.enqueue({ key, job, deliveryId });
       if (enqueued.status === 'duplicate') return undefined;
       if (enqueued.status === 'active') {
         this.#write({ kind: 'reaction', target: decision, runId: enqueued.run.id });
@@ -371,7 +415,10 @@ export class Intake {
   }
 }
 
-/** The run's job: a snapshot of the trigger, sanitized, taken when the maintainer acted. */
+/**
+ * The run's job: a snapshot of the trigger, taken when the maintainer acted, its text still raw
+ * (held runs only carry it until `visibleJob` replaces it).
+ */
 function jobFor(deliveryId: string, decision: Extract<AcceptedTrigger, { kind: 'run' }>): IssueJob {
   return {
     installationId: decision.installationId,
@@ -379,12 +426,44 @@ function jobFor(deliveryId: string, decision: Extract<AcceptedTrigger, { kind: '
     repo: decision.repo,
     issueNumber: decision.issueNumber,
     issueTitle: decision.issueTitle,
-    issueText: sanitizeIssueText(`${decision.issueTitle}\n\n${decision.issueBody}`),
+    // Raw here: read (sanitized) off the event loop after the permission check (visibleJob).
+    // A follow-up's issue text is the original issue, recorded when that was published.
+    issueText: decision.review ? '' : `${decision.issueTitle}\n\n${decision.issueBody}`,
     defaultBranch: decision.defaultBranch,
     sender: decision.sender,
     source: decision.source,
-    guidance: decision.guidance ? sanitizeIssueText(decision.guidance) || undefined : undefined,
+    guidance: decision.guidance,
+    ...(decision.attempts !== undefined ? { attempts: decision.attempts } : {}),
     deliveryId,
+    ...(decision.review
+      ? {
+          review: {
+            trigger: decision.review.trigger,
+            feedback: decision.review.feedback,
+            at: decision.review.at,
+          },
+        }
+      : {}),
+  };
+}
+
+/** The job with only the text a reader of the issue sees, or why its text cannot be used. */
+export async function visibleJob(job: IssueJob): Promise<IssueJob | { unreadable: string }> {
+  const [text, guidance, feedback] = await readIssueTextsOffThread([
+    job.issueText,
+    job.guidance ?? '',
+    job.review?.feedback ?? '',
+  ]);
+  if (!text?.ok) return { unreadable: text?.reason ?? 'the issue text could not be read' };
+  if (job.review && !feedback?.ok) {
+    return { unreadable: feedback?.reason ?? 'the feedback could not be read' };
+  }
+  return {
+    ...job,
+    issueText: text.text,
+    // Guidance that cannot be read is dropped, as empty guidance is: the issue stands alone.
+    guidance: (guidance?.ok && guidance.text) || undefined,
+    ...(job.review && feedback?.ok ? { review: { ...job.review, feedback: feedback.text } } : {}),
   };
 }
 
@@ -395,11 +474,19 @@ export function statusCommentId(queue: RunQueue<IssueJob>, key: string): number 
 
 export function triggerWords(t: AcceptedTrigger | IssueJob): string {
   const source = 'source' in t ? t.source : undefined;
+  if (source === 'review') return `follow-up requested by @${t.sender.login}`;
   return source === 'retry' ? `retried by @${t.sender.login}` : `requested by @${t.sender.login}`;
 }
 
 async function react(octokit: GitHubClient, t: TriggerTarget): Promise<void> {
-  if (t.commentId !== undefined) {
+  if (t.commentId !== undefined && t.commentKind === 'review_comment') {
+    await octokit.rest.reactions.createForPullRequestReviewComment({
+      owner: t.owner,
+      repo: t.repo,
+      comment_id: t.commentId,
+      content: 'eyes',
+    });
+  } else if (t.commentId !== undefined) {
     await octokit.rest.reactions.createForIssueComment({
       owner: t.owner,
       repo: t.repo,

@@ -12,9 +12,21 @@ export const IssueJob = z.object({
   issueText: z.string(),
   defaultBranch: z.string().optional(),
   sender: z.object({ login: z.string(), id: z.number().int() }),
-  source: z.enum(['label', 'retry']),
+  source: z.enum(['label', 'retry', 'review']),
   /** Already sanitized. */
   guidance: z.string().optional(),
+  /** Parallel attempts asked for by `/frognano retry xN` (the repository config's otherwise). */
+  attempts: z.number().int().min(1).max(8).optional(),
   deliveryId: z.string(),
+  /** A follow-up on the bot's pull request (`issueNumber` is then the PR's number). */
+  review: z
+    .object({
+      trigger: z.enum(['comment', 'review', 'review_comment']),
+      /** The feedback after `/frognano`, already sanitized (may be empty for a review). */
+      feedback: z.string(),
+      /** When the maintainer acted: only review comments made until then are feedback. */
+      at: z.string(),
+    })
+    .optional(),
 });
 export type IssueJob = z.infer<typeof IssueJob>;

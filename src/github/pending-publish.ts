@@ -26,6 +26,9 @@ export const PendingPublish = z.object({
   /** For the final status comment. */
   partial: z.boolean(),
   verified: z.string(),
+  /** What a follow-up on the pull request is briefed with (revision-record.ts). */
+  issueText: z.string().optional(),
+  evidence: z.object({ command: z.string(), before: z.string(), after: z.string() }).optional(),
   /** Set once the branch holds the commit: a resume then only finishes the pull request. */
   pushedCommit: z.string().optional(),
   savedAt: z.string(),

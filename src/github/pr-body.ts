@@ -2,7 +2,7 @@
 // how the run went, and a clear warning. Untrusted text (model output, test output, tool
 // arguments) is fenced or defused so it cannot ping people, link issues or break the layout.
 // The body always fits GitHub's 65,536-character limit: sections shrink step by step.
-import type { RunResult, TestResult } from '../runner/run-types.js';
+import type { AttemptSummary, RunResult, TestResult } from '../runner/run-types.js';
 import { redactSecrets } from '../redact.js';
 import {
   details,
@@ -68,6 +68,7 @@ function render(input: PrBodyInput, d: Detail): string {
     harnessEvidence(result),
     diffstatSection(result, d),
     patchFactsSection(result),
+    attemptsSection(result, d),
     trajectorySection(result, d),
     budgets(result),
     input.trajectoryUrl
@@ -211,6 +212,61 @@ function diffstatSection(result: RunResult, d: Detail): string {
   if (files.length > shown.length) shown.push(`… and ${files.length - shown.length} more files`);
   shown.push(`${files.length} file${files.length === 1 ? '' : 's'} changed, +${added} -${removed}`);
   return `## Changes\n\n${fence(shown.join('\n'))}`;
+}
+
+/**
+ * Several attempts: how each went and why the published one won (absent for one attempt), then,
+ * collapsed, what each other attempt changed. `/frognano use K` switches to another.
+ */
+function attemptsSection(result: RunResult, d: Detail): string {
+  const attempts = result.attempts;
+  if (!attempts || attempts.length < 2) return '';
+  const rows = attempts.map((a) =>
+    [
+      a.selected ? `${a.attempt} (published)` : String(a.attempt),
+      a.exitReason ? inlineCode(a.exitReason) : tableCell(a.outcome),
+      String(a.steps),
+      String(a.promptTokens + a.completionTokens),
+      textCell(a.testsText),
+      a.ownTests === 'fail→pass' ? 'yes' : a.ownTests === 'no' ? 'no' : '—',
+      a.patch === '' ? 'empty' : `${a.filesChanged.length} files, ${a.diffLines} lines`,
+      textCell(a.reason, 160),
+    ].join(' | '),
+  );
+  const table = [
+    '| Attempt | Exit reason | Steps | Tokens | Tests after | Own tests fail→pass | Diff size | Verdict |',
+    '|---|---|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r} |`),
+  ].join('\n');
+  const others = attempts
+    .filter((a) => !a.selected && a.patch !== '')
+    .map((a) => details(`Attempt ${a.attempt}: what it changed`, fence(attemptDiffstat(a, d))));
+  return [
+    '## Attempts',
+    `${attempts.length} attempts ran in parallel from the same setup; each change was verified in a fresh sandbox and the one above was chosen by the evidence below. Comment \`/frognano use K\` on this pull request to switch it to attempt K's change.`,
+    table,
+    ...others,
+  ].join('\n\n');
+}
+
+function attemptDiffstat(a: AttemptSummary, d: Detail): string {
+  const files: DiffStatFile[] = a.patchFacts
+    ? a.patchFacts.files.map((f) => ({
+        path: f.path,
+        added: f.added ?? 0,
+        removed: f.removed ?? 0,
+        binary: f.added === null,
+      }))
+    : diffstat(a.patch);
+  const shown = files
+    .slice(0, d.diffFiles)
+    .map((f) =>
+      f.binary
+        ? `${quotePath(f.path)} | binary`
+        : `${quotePath(f.path)} | +${f.added} -${f.removed}`,
+    );
+  if (files.length > shown.length) shown.push(`… and ${files.length - shown.length} more files`);
+  return shown.join('\n');
 }
 
 /**

@@ -90,7 +90,7 @@ export interface PublishParams {
 export const GIT_RETRY_DELAYS_MS = [1000, 3000, 9000];
 
 /** git's words for a failure worth another attempt: the server or the network, not us. */
-const TRANSIENT_GIT_FAILURE =
+export const TRANSIENT_GIT_FAILURE =
   /(RPC failed|returned error: 5\d\d|HTTP 5\d\d|Could not resolve host|Connection (reset|refused|timed out)|Operation timed out|early EOF|unexpected disconnect|hung up unexpectedly)/i;
 
 export interface PublishResult {

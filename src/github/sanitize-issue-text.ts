@@ -95,12 +95,116 @@ const VOID_ELEMENTS = [
 const HIDING_STYLE =
   /(display\s*:\s*none|visibility\s*:\s*(hidden|collapse)|font-size\s*:\s*0(\.0*)?(px|em|rem|pt|%)?\s*(;|$|!)|opacity\s*:\s*0(\.0*)?\s*(;|$|!)|(width|height)\s*:\s*0(px)?\s*(;|$|!))/i;
 
+/**
+ * The longest text read: GitHub's limit for an issue body or comment (65536), plus room for the
+ * title joined before the body. Longer text never comes from GitHub.
+ */
+export const MAX_ISSUE_TEXT = 65536 + 1024;
+
+/**
+ * Quote and list markers opening one line deeper than this, and longer runs of one emphasis or
+ * bracket character, are refused before parsing: nobody writes them, and the parser spends
+ * quadratic time on them, then overflows its stack.
+ */
+export const MAX_NESTING = 100;
+
+/** The visible text, or why none of it can be used (one line, for the status comment). */
+export type IssueTextRead = { ok: true; text: string } | { ok: false; reason: string };
+
+/** The text a reader of the rendered issue sees; '' when it cannot be read safely. */
 export function sanitizeIssueText(text: string): string {
+  const read = readIssueText(text);
+  return read.ok ? read.text : '';
+}
+
+/** Like `sanitizeIssueText`, but says why a text was not read. Never throws. */
+export function readIssueText(text: string): IssueTextRead {
+  if (text.length > MAX_ISSUE_TEXT) {
+    return {
+      ok: false,
+      reason: `the issue text is longer than GitHub allows (${text.length} characters, at most 65536 for a body)`,
+    };
+  }
   const normalized = text.replace(/\r\n?/g, '\n').replace(INVISIBLE_RE, '');
-  return applyEdits(normalized, hiddenParts(normalized))
-    .replace(/[ \t]+$/gm, '')
-    .replace(/\n{3,}/g, '\n\n')
-    .trim();
+  const depth = containerDepth(normalized);
+  if (depth > MAX_NESTING) {
+    return {
+      ok: false,
+      reason: `the issue text nests quotes or lists ${depth} levels deep (at most ${MAX_NESTING})`,
+    };
+  }
+  const run = /([*_~[\]])\1{100,}/.exec(normalized);
+  if (run) {
+    return {
+      ok: false,
+      reason: `the issue text has a run of ${run[0].length} \`${run[1]}\` characters (at most ${MAX_NESTING})`,
+    };
+  }
+  try {
+    const visible = applyEdits(normalized, hiddenParts(normalized))
+      .replace(/[ \t]+$/gm, '')
+      .replace(/\n{3,}/g, '\n\n')
+      .trim();
+    return { ok: true, text: visible };
+  } catch (error) {
+    // Deep inline nesting (emphasis, images in images) can still overflow the parser's stack:
+    // nothing of a text that was not fully read can be shown to be visible.
+    if (!(error instanceof RangeError)) throw error;
+    return { ok: false, reason: 'the issue text nests Markdown too deeply to be read safely' };
+  }
+}
+
+/** The most quote or list markers opening any one line (an upper bound of its nesting). */
+function containerDepth(text: string): number {
+  let most = 0;
+  let depth = 0;
+  let i = 0;
+  const n = text.length;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c === 10) {
+      depth = 0;
+      i += 1;
+      continue;
+    }
+    if (c === 32 || c === 9) {
+      i += 1;
+      continue;
+    }
+    let marker = 0;
+    if (c === 62 /* > */) marker = 1;
+    else if (c === 45 || c === 43 || c === 42 /* - + * */) marker = spaceAt(text, i + 1) ? 1 : 0;
+    else if (c >= 48 && c <= 57) {
+      let j = i;
+      while (j < n && j - i < 10 && text.charCodeAt(j) >= 48 && text.charCodeAt(j) <= 57) j += 1;
+      const d = text.charCodeAt(j);
+      if ((d === 46 || d === 41) /* . ) */ && spaceAt(text, j + 1)) marker = j + 1 - i;
+    }
+    if (marker === 0) {
+      // The rest of the line is content.
+      const nl = text.indexOf('\n', i);
+      i = nl < 0 ? n : nl;
+      continue;
+    }
+    depth += 1;
+    if (depth > most) most = depth;
+    i += marker;
+  }
+  return most;
+}
+
+function spaceAt(text: string, i: number): boolean {
+  const c = text.charCodeAt(i);
+  return Number.isNaN(c) || c === 32 || c === 9 || c === 10;
+}
+
+/**
+ * Code from a pull request (a diff hunk, a previous diff, a path) treated as issue text treats
+ * code: it renders literally, so nothing in it is hidden markup, but invisible and control
+ * characters (Trojan Source, ASCII smuggling) go. Whitespace is kept: it is part of a diff.
+ */
+export function sanitizeCode(text: string): string {
+  return text.replace(/\r\n?/g, '\n').replace(INVISIBLE_RE, '');
 }
 
 /** A replacement of `source.slice(start, end)`. */

@@ -10,15 +10,36 @@ import type { RestBudget } from './rest-budget.js';
 
 export const STATUS_MARKER = '<!-- frognano:status -->';
 
+const FOLLOW_UP_HINT =
+  'Comment `/frognano <what to change>` on this pull request (or review it with `/frognano` in the review) to try again.';
+
 const RETRY_HINT =
   'Comment `/frognano retry` to try again; anything after it on the same comment is passed to the model as extra guidance.';
 
 export type StatusState =
   | { kind: 'queued'; position: number; requeued?: boolean }
-  | { kind: 'running'; phase: RunPhase; step?: number; maxSteps?: number }
+  | {
+      kind: 'running';
+      phase: RunPhase;
+      step?: number;
+      maxSteps?: number;
+      /** Several attempts: the last step each has taken, by attempt number. */
+      attempts?: Record<number, number>;
+    }
   | { kind: 'done'; prUrl: string; prNumber: number; partial: boolean; verified?: string }
-  | { kind: 'no-change'; finalMessage: string; reason: string }
-  | { kind: 'failed'; reason: string; detail?: string }
+  | {
+      kind: 'revised';
+      commit: string;
+      revision: number;
+      partial: boolean;
+      verified?: string;
+      /** Review threads answered, of those the run was given. */
+      replies: number;
+      threads: number;
+      bodyUpdated: boolean;
+    }
+  | { kind: 'no-change'; finalMessage: string; reason: string; followUp?: boolean }
+  | { kind: 'failed'; reason: string; detail?: string; followUp?: boolean }
   | { kind: 'cancelled'; by?: string }
   | { kind: 'interrupted' }
   | { kind: 'busy'; state: 'queued' | 'running' };
@@ -55,7 +76,15 @@ export function renderStatus(
         state.step !== undefined && state.maxSteps !== undefined
           ? ` (step ${state.step}/${state.maxSteps})`
           : '';
-      lines.push(`🐸 **frognano**: running: ${PHASE_WORDS[state.phase]}${step}.`);
+      const several = state.attempts !== undefined && Object.keys(state.attempts).length > 0;
+      lines.push(`🐸 **frognano**: running: ${PHASE_WORDS[state.phase]}${several ? '' : step}.`);
+      if (several) {
+        const of = state.maxSteps !== undefined ? `/${state.maxSteps}` : '';
+        const progress = Object.entries(state.attempts!)
+          .sort(([a], [b]) => Number(a) - Number(b))
+          .map(([k, n]) => `attempt ${k}: step ${n}${of}`);
+        lines.push('', `Parallel attempts: ${progress.join(' · ')}.`);
+      }
       lines.push('', 'Comment `/frognano cancel` to stop it.');
       break;
     }
@@ -74,17 +103,38 @@ export function renderStatus(
           RETRY_HINT.slice(1),
       );
       break;
+    case 'revised':
+      lines.push(
+        `🐸 **frognano**: pushed revision ${state.revision} to this pull request: ${state.commit}.`,
+      );
+      if (state.verified) lines.push('', state.verified);
+      if (state.partial) {
+        lines.push('', 'The model stopped on a limit, so the change may be incomplete.');
+      }
+      if (state.threads > 0) {
+        lines.push(
+          '',
+          `Answered ${state.replies} of the ${state.threads} review thread${state.threads === 1 ? '' : 's'} it was given.`,
+        );
+      }
+      if (!state.bodyUpdated) {
+        lines.push('', 'The description could not be updated with this revision.');
+      }
+      lines.push('', 'Still not right? Comment `/frognano <what to change>` or review again.');
+      break;
     case 'no-change':
-      lines.push(`🐸 **frognano**: no pull request: ${state.reason}`);
+      lines.push(
+        `🐸 **frognano**: ${state.followUp ? 'no new commit' : 'no pull request'}: ${state.reason}`,
+      );
       if (state.finalMessage.trim()) {
         lines.push('', "The model's final message:", '', quote(state.finalMessage));
       }
-      lines.push('', RETRY_HINT);
+      lines.push('', state.followUp ? FOLLOW_UP_HINT : RETRY_HINT);
       break;
     case 'failed':
       lines.push(`🐸 **frognano**: the run failed: ${state.reason}`);
       if (state.detail?.trim()) lines.push('', fence(tail(redactSecrets(state.detail), 3000)));
-      lines.push('', RETRY_HINT);
+      lines.push('', state.followUp ? FOLLOW_UP_HINT : RETRY_HINT);
       break;
     case 'cancelled':
       lines.push(
@@ -170,7 +220,7 @@ export function describeResult(run: RunResult): StatusState | undefined {
   if (result.violations.length > 0) {
     return {
       kind: 'failed',
-      reason: `the change touched paths the bot may not change, so no pull request was opened: ${result.violations
+      reason: `the change touched paths the bot may not change, so it was not published: ${result.violations
         .map((v) => `${v.rule} ${inlineCode(v.detail)}`)
         .join(', ')}.`,
     };

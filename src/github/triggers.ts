@@ -1,6 +1,7 @@
 // What a webhook means for us, decided from the payload alone (no I/O): start a run, cancel
 // one, refuse politely, or ignore. The permission check happens later, through the API.
 import { z } from 'zod';
+import { decideReviewTrigger } from './review-triggers.js';
 
 const User = z.object({ login: z.string(), id: z.number(), type: z.string().optional() });
 
@@ -53,12 +54,33 @@ export interface TriggerTarget {
   sender: { login: string; id: number };
   /** The triggering comment (reactions go there); absent for labels (reactions go on the issue). */
   commentId?: number;
+  /** `review_comment`: `commentId` is an inline review comment (its reactions live elsewhere). */
+  commentKind?: 'issue' | 'review_comment';
+  /** The target is the bot's pull request (a follow-up), `issueNumber` its number. */
+  pullRequest?: boolean;
+}
+
+/** What a follow-up on the pull request was asked with (review-triggers.ts). */
+export interface ReviewTrigger {
+  trigger: 'comment' | 'review' | 'review_comment';
+  /** The text after `/frognano`, unsanitized. */
+  feedback: string;
+  /** When the maintainer acted (ISO time). */
+  at: string;
 }
 
 export type TriggerDecision =
   | { kind: 'ignore'; reason: string }
-  | ({ kind: 'run'; source: 'label' | 'retry'; guidance?: string } & TriggerTarget)
+  | ({
+      kind: 'run';
+      source: 'label' | 'retry' | 'review';
+      guidance?: string;
+      review?: ReviewTrigger;
+      attempts?: number;
+    } & TriggerTarget)
   | ({ kind: 'cancel' } & TriggerTarget)
+  /** `/frognano use K` on a pull request (`issueNumber` is the pull request's). */
+  | ({ kind: 'use'; attempt: number } & TriggerTarget)
   | ({ kind: 'refuse'; reason: 'closed' | 'locked' } & TriggerTarget);
 
 export interface TriggerOptions {
@@ -70,21 +92,32 @@ export function isBot(user: { login: string; type?: string | undefined }): boole
   return user.type === 'Bot' || /\[bot\]$/i.test(user.login);
 }
 
-export type Command = { verb: 'retry'; guidance?: string } | { verb: 'cancel' };
+export type Command =
+  | { verb: 'retry'; guidance?: string; attempts?: number }
+  | { verb: 'cancel' }
+  | { verb: 'use'; attempt: number };
 
 /**
- * A command is the whole comment: its first line is `/frognano retry [guidance]` or exactly
- * `/frognano cancel`. Retry guidance may continue on the following lines. A command quoted in a
- * reply, buried in prose or glued to other words (`/frognano retrying`) is not a command.
+ * A command is the whole comment: its first line is `/frognano retry [xN] [guidance]`, exactly
+ * `/frognano cancel`, or exactly `/frognano use K` (K from 1 to 8, on the bot's pull request). Retry guidance may continue on the following lines; `xN` (N from
+ * 1 to 8, right after `retry`) asks for N parallel attempts. A command quoted in a reply, buried in prose or glued to other words
+ * (`/frognano retrying`) is not a command.
  */
 export function parseCommand(body: string): Command | undefined {
   const text = body.replace(/\r\n?/g, '\n').trim();
-  const m = /^\/frognano[ \t]+(retry|cancel)(?=$|[ \t\n])([\s\S]*)$/i.exec(text);
+  const m = /^\/frognano[ \t]+(retry|cancel|use)(?=$|[ \t\n])([\s\S]*)$/i.exec(text);
   if (!m) return undefined;
   const verb = (m[1] ?? '').toLowerCase();
   const rest = (m[2] ?? '').trim();
   if (verb === 'cancel') return rest === '' ? { verb: 'cancel' } : undefined;
-  return rest === '' ? { verb: 'retry' } : { verb: 'retry', guidance: rest };
+  if (verb === 'use')
+    return /^[1-8]$/.test(rest) ? { verb: 'use', attempt: Number(rest) } : undefined;
+  const count = /^[x×]([1-8])(?=$|[ \t\n])([\s\S]*)$/i.exec(rest);
+  const attempts = count ? { attempts: Number(count[1]) } : {};
+  const guidance = (count ? (count[2] ?? '') : rest).trim();
+  return guidance === ''
+    ? { verb: 'retry', ...attempts }
+    : { verb: 'retry', guidance, ...attempts };
 }
 
 export function decideTrigger(
@@ -102,6 +135,12 @@ export function decideTrigger(
     }
     return gate(p, { kind: 'run', source: 'label' }, undefined);
   }
+  // `/frognano use K` is a command of its own on the bot's pull request, not feedback.
+  const use = eventName === 'issue_comment' ? useCommand(rawPayload) : undefined;
+  if (use) return use;
+  // Follow-ups on the bot's pull requests (review-triggers.ts).
+  const onPullRequest = decideReviewTrigger(eventName, rawPayload);
+  if (onPullRequest) return onPullRequest;
   if (eventName === 'issue_comment') {
     const parsed = IssueCommentPayload.safeParse(rawPayload);
     if (!parsed.success) return { kind: 'ignore', reason: 'unexpected issue_comment payload' };
@@ -111,16 +150,53 @@ export function decideTrigger(
     const command = parseCommand(p.comment.body ?? '');
     if (!command) return { kind: 'ignore', reason: 'not a command' };
     if (isBot(p.comment.user)) return { kind: 'ignore', reason: 'comment by a bot' };
+    if (command.verb === 'use') return gateUse(p, command.attempt);
     const wanted =
       command.verb === 'cancel'
         ? ({ kind: 'cancel' } as const)
-        : ({ kind: 'run', source: 'retry', guidance: command.guidance } as const);
+        : ({
+            kind: 'run',
+            source: 'retry',
+            guidance: command.guidance,
+            ...(command.attempts !== undefined ? { attempts: command.attempts } : {}),
+          } as const);
     return gate(p, wanted, p.comment.id);
   }
   return { kind: 'ignore', reason: `event ${eventName}` };
 }
 
-type Wanted = { kind: 'run'; source: 'label' | 'retry'; guidance?: string } | { kind: 'cancel' };
+type Wanted =
+  | { kind: 'run'; source: 'label' | 'retry'; guidance?: string; attempts?: number }
+  | { kind: 'cancel' };
+
+function useCommand(rawPayload: unknown): TriggerDecision | undefined {
+  const parsed = IssueCommentPayload.safeParse(rawPayload);
+  if (!parsed.success || parsed.data.action !== 'created') return undefined;
+  const command = parseCommand(parsed.data.comment.body ?? '');
+  if (command?.verb !== 'use' || isBot(parsed.data.comment.user)) return undefined;
+  return gateUse(parsed.data, command.attempt);
+}
+
+/** `/frognano use K` means something only on a pull request (publishing checks it is ours). */
+function gateUse(p: IssueCommentPayload, attempt: number): TriggerDecision {
+  if (isBot(p.sender)) return { kind: 'ignore', reason: 'sender is a bot' };
+  if (p.issue.pull_request === undefined || p.issue.pull_request === null)
+    return { kind: 'ignore', reason: '`use` on an issue, not a pull request' };
+  if (!p.installation) return { kind: 'ignore', reason: 'no installation in payload' };
+  return {
+    kind: 'use',
+    attempt,
+    installationId: p.installation.id,
+    owner: p.repository.owner.login,
+    repo: p.repository.name,
+    issueNumber: p.issue.number,
+    issueTitle: p.issue.title,
+    issueBody: p.issue.body ?? '',
+    defaultBranch: p.repository.default_branch,
+    sender: { login: p.sender.login, id: p.sender.id },
+    commentId: p.comment.id,
+  };
+}
 
 function gate(
   p: IssuesLabeledPayload | IssueCommentPayload,

@@ -13,6 +13,7 @@ import {
 } from '../metrics/index.js';
 import type { RunProgress, RunRequest, RunResult, SandboxKind } from '../runner/run-types.js';
 import { redactSecrets, registerSecret } from '../redact.js';
+import { FollowUpRefused, prepareFollowUp, publishFollowUp } from './follow-up.js';
 import { STATUS_COMMENT_NOTE, statusCommentId, triggerWords } from './intake.js';
 import type { IssueJob } from './job.js';
 import type { KeyedLock } from './keyed-lock.js';
@@ -34,6 +35,7 @@ import {
   savePendingPublish,
 } from './pending-publish.js';
 import { RestBudget } from './rest-budget.js';
+import { evidenceOf, writePublishedAttempt } from './revision-record.js';
 import {
   describeResult,
   StatusReporter,
@@ -349,7 +351,8 @@ export class WorkerPool {
     };
     const phases = startPhaseClock(deps.metrics);
     try {
-      const resumed = await this.#resumablePublish(record);
+      // A follow-up always runs the model: its brief is the pull request as it is now.
+      const resumed = job.review ? undefined : await this.#resumablePublish(record);
       if (resumed) {
         // The change exists (this run's before a restart, or the last run's before a plain
         // retry): only publishing is left, so the model is not asked again.
@@ -362,7 +365,11 @@ export class WorkerPool {
         outcome = final.kind === 'done' ? 'pull_request' : 'publish_failed';
       } else {
         status.update({ kind: 'running', phase: 'clone' });
+        // A follow-up on the bot's pull request starts from its head, briefed with the feedback.
+        const followUp = job.review ? await prepareFollowUp(octokit, deps.queue, job) : undefined;
+        if (followUp && 'refused' in followUp) throw new FollowUpRefused(followUp.refused);
         let maxSteps: number | undefined;
+        const attemptSteps: Record<number, number> = {};
         const onProgress = (event: RunProgress) => {
           if (event.kind === 'phase' && event.phase === 'agent' && event.timeoutMs !== undefined) {
             armDeadline(event.timeoutMs);
@@ -377,11 +384,13 @@ export class WorkerPool {
             });
           } else {
             maxSteps = event.maxSteps;
+            if (event.attempt !== undefined) attemptSteps[event.attempt] = event.step;
             status.update({
               kind: 'running',
               phase: 'agent',
               step: event.step,
               maxSteps: event.maxSteps,
+              ...(event.attempt !== undefined ? { attempts: { ...attemptSteps } } : {}),
             });
           }
         };
@@ -394,6 +403,8 @@ export class WorkerPool {
             : undefined,
           issueText: job.issueText,
           extraGuidance: job.guidance,
+          ...followUp?.request,
+          ...(job.attempts !== undefined ? { overrides: { attempts: job.attempts } } : {}),
           sandbox: deps.sandbox,
           outDir,
           signal,
@@ -427,6 +438,31 @@ export class WorkerPool {
           final = { kind: 'cancelled' };
           state = 'cancelled';
           outcome = 'cancelled';
+        } else if (followUp) {
+          final = await publishFollowUp({
+            brief: followUp,
+            job,
+            result,
+            octokit,
+            queue: deps.queue,
+            mintToken,
+            gitUrl,
+            workRoot: join(deps.dataDir, 'publish'),
+            bot: await botIdentity(),
+            noreplyDomain: noreplyDomainFor(deps.gitBaseUrl),
+            trajectoryUrl:
+              deps.publicUrl && result.trajectoryPath
+                ? runPageUrl(deps.publicUrl, record.id)
+                : undefined,
+            canSpend: () => budget.remaining() > 1,
+            log,
+            git: deps.git,
+          }).catch((error: unknown) => {
+            log.warn({ err: error }, 'publishing the revision failed');
+            return publishFailure(error);
+          });
+          state = final.kind === 'revised' ? 'done' : 'failed';
+          outcome = final.kind === 'revised' ? 'revision' : 'publish_failed';
         } else {
           final = await this.#publish(
             job,
@@ -443,7 +479,10 @@ export class WorkerPool {
         }
       }
     } catch (error) {
-      if (overdue) {
+      if (error instanceof FollowUpRefused) {
+        final = { kind: 'failed', reason: `no follow-up run: ${error.message}` };
+        outcome = 'follow_up_refused';
+      } else if (overdue) {
         if (error === overdue) log.error({ limitMs: overdue.limitMs }, 'overdue run did not stop');
         final = overdueStatus(overdue);
         outcome = 'timed_out';
@@ -466,6 +505,9 @@ export class WorkerPool {
       clock.finish('interrupted', 'interrupted');
       deps.queue.addRestCalls(record.id, budget.spent);
       return;
+    }
+    if (job.review && (final.kind === 'failed' || final.kind === 'no-change')) {
+      final = { ...final, followUp: true };
     }
     await status.finish(final);
     log.info({ state, outcome, restCalls: budget.used }, 'run finished');
@@ -514,6 +556,8 @@ export class WorkerPool {
       coAuthor: job.sender,
       partial: result.partial,
       verified: verificationLine(result),
+      issueText: job.issueText,
+      evidence: evidenceOf(result),
       savedAt: new Date().toISOString(),
     };
     try {
@@ -574,6 +618,21 @@ export class WorkerPool {
             log.warn({ err: error }, 'could not record the pushed commit'),
           ),
       });
+      // What a follow-up on this pull request is briefed with (revision-record.ts).
+      const issueText = pending.issueText ?? deps.queue.get(pending.runId)?.job.issueText;
+      if (issueText !== undefined) {
+        writePublishedAttempt(deps.queue, issueKey(pending), {
+          prNumber: published.prNumber,
+          branch: published.branch,
+          baseBranch: pending.baseBranch,
+          baseCommit: pending.baseCommit,
+          head: published.commit,
+          issueTitle: pending.issueTitle,
+          issueText,
+          revision: 1,
+          evidence: pending.evidence,
+        });
+      }
       await removePendingPublishes(deps.dataDir, pending).catch((error: unknown) =>
         log.warn({ err: error }, 'could not forget the finished publish'),
       );

@@ -39,6 +39,8 @@ export const ModelConfig = z.object({
     .default(() => structuredClone(DEFAULT_REQUEST.extraBody) as Record<string, unknown>),
   /** Per attempt. */
   timeoutMs: z.number().int().positive().default(600_000),
+  /** Extra HTTP headers on every request (never in the body, which stays Leaf-exact). */
+  headers: z.record(z.string(), z.string()).optional(),
   /** Retries on connection errors, timeouts, 408/409/429 and 5xx, with exponential backoff. */
   maxRetries: z.number().int().min(0).max(20).default(4),
 });
@@ -99,6 +101,7 @@ function createClient(config: ModelConfig): OpenAI {
     project: null,
     timeout: config.timeoutMs,
     maxRetries: config.maxRetries,
+    ...(config.headers ? { defaultHeaders: config.headers } : {}),
     fetch: fetchWithReadableErrors,
   });
 }

@@ -307,11 +307,21 @@ export class RunQueue<J = unknown> {
     return tx.immediate();
   }
 
-  /** Makes a held run claimable; false when it is not a held queued run (cancelled meanwhile). */
-  release(id: string): boolean {
-    const info = this.#db
-      .prepare(`UPDATE runs SET held = 0 WHERE id = ? AND state = 'queued' AND held = 1`)
-      .run(id);
+  /**
+   * Makes a held run claimable, with `job` replacing its job in the same write when given (a job
+   * finished only after the permission check); false when it is not a held queued run.
+   */
+  release(id: string, job?: J): boolean {
+    const info =
+      job === undefined
+        ? this.#db
+            .prepare(`UPDATE runs SET held = 0 WHERE id = ? AND state = 'queued' AND held = 1`)
+            .run(id)
+        : this.#db
+            .prepare(
+              `UPDATE runs SET held = 0, job = ? WHERE id = ? AND state = 'queued' AND held = 1`,
+            )
+            .run(JSON.stringify(job), id);
     return info.changes === 1;
   }
 

@@ -22,11 +22,15 @@ export const DEFAULT_BLOCKED_PATHS: readonly string[] = Object.freeze([
 /** Wall-clock budget of the agent loop when the config names none. */
 export const DEFAULT_TIMEOUT_MINUTES = 30;
 
-/** The operator's bounds (FROGNANO_MAX_STEPS_CAP, FROGNANO_MAX_TIMEOUT_MINUTES_CAP). */
+/** The operator's bounds (FROGNANO_MAX_STEPS_CAP, FROGNANO_MAX_TIMEOUT_MINUTES_CAP, FROGNANO_MAX_ATTEMPTS). */
 export interface RepoConfigCaps {
   maxSteps?: number;
   timeoutMinutes?: number;
+  attempts?: number;
 }
+
+/** Parallel attempts of one run: at most this many, whatever is asked. */
+export const MAX_ATTEMPTS = 8;
 
 const MAX_CONFIG_BYTES = 64 * 1024;
 const MAX_TIMEOUT_MINUTES = 24 * 60;
@@ -62,6 +66,11 @@ export const RepoConfig = z
       .positive({ error: 'must be a positive number of minutes' })
       .max(MAX_TIMEOUT_MINUTES, { error: `must be at most ${MAX_TIMEOUT_MINUTES} minutes` })
       .optional(),
+    attempts: z
+      .int({ error: `must be an integer from 1 to ${MAX_ATTEMPTS}` })
+      .min(1, { error: `must be an integer from 1 to ${MAX_ATTEMPTS}` })
+      .max(MAX_ATTEMPTS, { error: `must be an integer from 1 to ${MAX_ATTEMPTS}` })
+      .optional(),
     blocked_paths: z
       .array(nonEmpty('a non-empty glob'), { error: 'must be a list of globs' })
       .optional()
@@ -82,6 +91,7 @@ export const KNOWN_KEYS = [
   'instructions',
   'max_steps',
   'timeout_minutes',
+  'attempts',
   'blocked_paths',
 ] as const;
 
@@ -119,6 +129,7 @@ export function capRepoConfig(config: RepoConfig, caps: RepoConfigCaps): RepoCon
     ...config,
     max_steps: bound(config.max_steps, DEFAULT_MAX_STEPS, caps.maxSteps),
     timeout_minutes: bound(config.timeout_minutes, DEFAULT_TIMEOUT_MINUTES, caps.timeoutMinutes),
+    attempts: bound(config.attempts, 1, caps.attempts),
   };
 }
 

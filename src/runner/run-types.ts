@@ -21,9 +21,14 @@ export interface RunRequest {
   issueText: string;
   /** Extra guidance, e.g. the text after `/frognano retry`. */
   extraGuidance?: string;
+  /**
+   * A follow-up on a previous attempt (`revision` is that attempt): the task text is
+   * `task(git diff diffBase..revision)` instead of `issueText` (runner/follow-up-task.ts).
+   */
+  followUp?: { diffBase: string; task: (previousDiff: string) => string };
   sandbox: SandboxKind;
-  /** Overrides of the repository configuration from the caller (CLI flags). */
-  overrides?: { image?: string; maxSteps?: number; timeoutMinutes?: number };
+  /** Overrides of the repository configuration from the caller (CLI flags, `/frognano retry xN`). */
+  overrides?: { image?: string; maxSteps?: number; timeoutMinutes?: number; attempts?: number };
   /** Where trajectory.json is written after every step (a directory). */
   outDir: string;
   signal?: AbortSignal;
@@ -47,6 +52,8 @@ export type RunProgress =
   | { kind: 'phase'; phase: RunPhase; timeoutMs?: number }
   | {
       kind: 'step';
+      /** Which attempt took the step; absent when the run has one attempt. */
+      attempt?: number;
       step: number;
       maxSteps: number;
       tools: string[];
@@ -150,6 +157,54 @@ export interface RunResult {
    * Absent when the patch touches no test or harness file.
    */
   agentTests?: TestResult;
+  /**
+   * Every attempt, when the run had several (absent for one attempt): the fields above are
+   * the selected attempt's.
+   */
+  attempts?: AttemptSummary[];
+  /** The attempt whose patch the fields above hold (several attempts only). */
+  selectedAttempt?: number;
+}
+
+/** One attempt of a run with several, with the evidence it was ranked by. */
+export interface AttemptSummary {
+  /** 1-based. */
+  attempt: number;
+  outcome: RunOutcome;
+  error?: string;
+  exitReason?: StopReason;
+  patch: string;
+  partial: boolean;
+  filesChanged: string[];
+  finalMessage: string;
+  steps: number;
+  /** Its steps, as `steps` of the result (what a switch to this attempt shows). */
+  stepList?: StepSummary[];
+  promptTokens: number;
+  completionTokens: number;
+  contextTokens: number;
+  verifyAfter?: TestResult;
+  /** The whole patch, the agent's own tests included. */
+  agentTests?: TestResult;
+  /** The agent's own tests on the original source (a reproduction fails there). */
+  ownTestsBefore?: TestResult;
+  violations: PolicyViolation[];
+  patchFacts?: PatchFacts;
+  /** `pass`, `fewer failing`, `fail` or `not run`, and in words (e.g. `2 failing (3 before)`). */
+  tests: 'pass' | 'fewer failing' | 'fail' | 'not run';
+  testsText: string;
+  /** `fail→pass` when its own tests reproduce the issue and pass with the fix. */
+  ownTests: 'fail→pass' | 'no' | 'none';
+  /** Attempts that made the same normalized change (itself included). */
+  votes: number;
+  /** Lines added plus removed. */
+  diffLines: number;
+  selected: boolean;
+  /** Why it won, or the first criterion it lost on. */
+  reason: string;
+  trajectoryPath?: string;
+  /** The patch kept with the run (`<outDir>/attempt-K/patch.diff`). */
+  patchPath?: string;
 }
 
 /** git's own reading of the patch (`diff-tree --raw/--numstat -z` on the host's clean clone). */

@@ -58,6 +58,11 @@ export interface Workspace {
     patch: string,
     options?: { setAside?: (path: string, change: AppliedChange) => boolean },
   ): Promise<AppliedPatch>;
+  /**
+   * `git diff <base>...<baseCommit>` as text (no external diff, no textconv): a previous
+   * attempt's change since it left `base` (a commit, branch or tag of the source).
+   */
+  diffFrom(base: string): Promise<string>;
   /** Removes the run directory. Idempotent. */
   dispose(): Promise<void>;
 }
@@ -205,6 +210,19 @@ export async function prepareWorkspace(options: PrepareWorkspaceOptions): Promis
       mirror: { dir: mirrorDir, reused },
       changesFromPatch: (patch, opts) =>
         changesFromPatch(tree, { dir: treeDir, env }, runDir, baseCommit, patch, opts?.setAside),
+      diffFrom: async (base) => {
+        // Branch names live in the mirror (the working clone keeps only the objects).
+        const from = base.startsWith('-') ? undefined : await revParse(git(mirrorDir), base);
+        if (!from) throw new CloneError(`the diff base ${base} is not in the repository`);
+        // Three dots: the change since the branch left the base, however far the base moved on.
+        return tree.raw([
+          'diff',
+          '--no-ext-diff',
+          '--no-textconv',
+          '--no-color',
+          `${from}...${baseCommit}`,
+        ]);
+      },
       dispose: () => dispose(),
     };
   } catch (error) {

@@ -41,7 +41,13 @@ export interface RunListing {
 }
 
 export function triggerOf(job: Pick<IssueJob, 'source' | 'sender'>): string {
-  return `${job.source === 'retry' ? '/frognano retry' : 'label'} by @${job.sender.login}`;
+  const how =
+    job.source === 'retry'
+      ? '/frognano retry'
+      : job.source === 'review'
+        ? '/frognano on the pull request'
+        : 'label';
+  return `${how} by @${job.sender.login}`;
 }
 
 /** The listing over today's embedded SQLite queue. */

@@ -56,6 +56,8 @@ export interface RunPageSource {
   outcome?: string;
   trajectory?: Trajectory;
   result?: RunResult;
+  /** Several attempts: each attempt's trajectory by number (attempt 1's is `trajectory`). */
+  attemptTrajectories?: Record<number, Trajectory | undefined>;
   liveUrl?: string;
 }
 
@@ -94,7 +96,7 @@ export function runPageData(source: RunPageSource): RunPageData {
     contextTokens: r?.budgets.contextTokens ?? t?.context_tokens ?? 0,
     maxContextTokens: t?.budget.max_context_tokens,
     wallMs: r?.budgets.wallMs ?? (t ? t.elapsed_sec * 1000 : undefined),
-    attempts: [attempt],
+    attempts: r?.attempts && r.attempts.length > 1 ? attemptsOf(source, state) : [attempt],
     liveUrl: state === 'finished' ? undefined : source.liveUrl,
   };
 }
@@ -110,4 +112,16 @@ function verdictOf(
     parts.push(after.timedOut ? 'tests after: timed out' : `tests after: exit ${after.exitCode}`);
   }
   return parts.join(' · ');
+}
+
+/** One tab per attempt of a run with several, each with its verdict and why it won or lost. */
+function attemptsOf(source: RunPageSource, state: RunPageData['state']): RunPageAttempt[] {
+  return (source.result?.attempts ?? []).map((a) => ({
+    label: `attempt ${a.attempt}`,
+    trajectory: a.attempt === 1 ? source.trajectory : source.attemptTrajectories?.[a.attempt],
+    patch: a.patch,
+    verifyAfter: a.verifyAfter,
+    verdict: `${verdictOf(a.exitReason ?? (a.outcome === 'completed' ? undefined : a.outcome), a.verifyAfter, state)} · ${a.reason}`,
+    selected: a.selected,
+  }));
 }

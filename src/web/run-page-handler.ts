@@ -3,7 +3,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { runPageCsp } from './page-assets.js';
 import { runPageData, type RunPageData } from './run-page-data.js';
-import { readRunRecord, readTrajectory } from './run-record.js';
+import { readAttemptTrajectories, readRunRecord, readTrajectory } from './run-record.js';
 import type { RunListing } from './run-listing.js';
 import {
   renderHeader,
@@ -34,7 +34,9 @@ async function loadRunPage(
   if (!run) return undefined;
   const dir = options.listing.runDir(runId);
   const [trajectory, record] = await Promise.all([readTrajectory(dir), readRunRecord(dir)]);
+  const attemptTrajectories = await readAttemptTrajectories(dir, record?.result);
   return runPageData({
+    attemptTrajectories,
     runId,
     repo: run.repo,
     issue: { number: run.issueNumber, title: run.issueTitle, url: run.issueUrl },

@@ -41,6 +41,18 @@ export async function readTrajectory(outDir: string): Promise<Trajectory | undef
   }
 }
 
+/** The trajectories of attempts 2..N of a run with several (attempt 1's is `trajectory.json`). */
+export async function readAttemptTrajectories(
+  outDir: string,
+  result: RunResult | undefined,
+): Promise<Record<number, Trajectory | undefined>> {
+  const numbers = (result?.attempts ?? []).map((a) => a.attempt).filter((k) => k > 1);
+  const read = await Promise.all(
+    numbers.map((k) => readTrajectory(path.join(outDir, `attempt-${k}`))),
+  );
+  return Object.fromEntries(numbers.map((k, i) => [k, read[i]]));
+}
+
 /** Wraps a pipeline so every run's result is kept in its output directory for the viewer. */
 export function recordingRunResults<R extends RunRequest>(
   pipeline: (request: R) => Promise<RunResult>,

@@ -4,7 +4,7 @@ import { userInfo } from 'node:os';
 import path from 'node:path';
 import type { RunResult } from '../runner/run-types.js';
 import { runPageData } from './run-page-data.js';
-import { readTrajectory } from './run-record.js';
+import { readAttemptTrajectories, readTrajectory } from './run-record.js';
 import { renderRunPage } from './render-run-page.js';
 
 export interface SolveRunPageInput {
@@ -36,6 +36,7 @@ export async function writeRunPage(outDir: string, input: SolveRunPageInput): Pr
       trigger: `frognano solve by ${user}`,
       state: 'finished',
       trajectory,
+      attemptTrajectories: await readAttemptTrajectories(outDir, input.result),
       result: input.result,
     }),
   );

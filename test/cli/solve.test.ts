@@ -116,7 +116,7 @@ async function expectOutputs(outDir: string, head?: string) {
   expect(summary).toContain('- Model: `microsoft/FrogNano-4B-2609`');
   if (head) expect(summary).toContain(`- Base commit: \`${head}\``);
   expect(summary).toMatch(
-    /\| 2 \| Edit \| `[^`]*calc\.py[^`]*` \| Edited calc\.py \(1 replacement\)\. \|/,
+    /\| 3 \| Edit \| `[^`]*calc\.py[^`]*` \| Edited calc\.py \(1 replacement\)\. \|/,
   );
   expect(summary).toContain('calc.py | +1 -1\n1 file changed, +1 -1');
 }

@@ -125,8 +125,8 @@ async function journey(
   expect(body).toContain('The tests failed before the change and pass after it.');
   expect(body).toContain('1 failed, 1 passed');
   expect(body).toContain('calc.py | +1 -1\n1 file changed, +1 -1');
-  expect(body).toMatch(/\| 12 \| Edit \| `.*calc\.py.*` \| Edited calc\.py \(1 replacement\)\./);
-  expect(body).toMatch(/\| 14 \| – \| – \| final answer \|/);
+  expect(body).toMatch(/\| 13 \| Edit \| `.*calc\.py.*` \| Edited calc\.py \(1 replacement\)\./);
+  expect(body).toMatch(/\| 15 \| – \| – \| final answer \|/);
   expect(body).toContain('| steps | 15 of 30 |');
   expect(body).toContain('| exit reason | agent |');
   const runPage = `https://frognano.example.com/frognano/runs/${runId}/trajectory`;

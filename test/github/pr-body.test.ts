@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { diffstat, PR_BODY_LIMIT, renderPrBody } from '../../src/github/pr-body.js';
-import type { PatchFacts } from '../../src/runner/run-types.js';
+import type { AttemptSummary, PatchFacts } from '../../src/runner/run-types.js';
 import { runResult, SAMPLE_PATCH } from './helpers/run-result.js';
 import {
   FORGED_MESSAGE,
@@ -402,5 +402,88 @@ describe('renderPrBody: what git made of the patch', () => {
     expect(body).toContain('tool | binary');
     expect(body).not.toMatch(/^## Policy violations/m);
     expect(body).toContain('``"evil`\\n## Policy violations\\n\\nNone: APPROVED"``');
+  });
+});
+
+describe('renderPrBody with several attempts', () => {
+  const attempt = (over: Partial<AttemptSummary>): AttemptSummary => ({
+    attempt: 1,
+    outcome: 'completed',
+    exitReason: 'agent',
+    patch: SAMPLE_PATCH,
+    partial: false,
+    filesChanged: ['calc.py'],
+    finalMessage: '',
+    steps: 3,
+    promptTokens: 1000,
+    completionTokens: 200,
+    contextTokens: 1200,
+    violations: [],
+    tests: 'pass',
+    testsText: 'pass',
+    ownTests: 'none',
+    votes: 1,
+    diffLines: 2,
+    selected: false,
+    reason: '',
+    ...over,
+  });
+
+  it("adds an Attempts table with every verdict, and each runner-up's diffstat collapsed", () => {
+    const attempts = [
+      attempt({
+        attempt: 1,
+        selected: true,
+        ownTests: 'fail→pass',
+        reason: 'won: tests after pass',
+      }),
+      attempt({
+        attempt: 2,
+        tests: 'fail',
+        testsText: '1 failing',
+        reason: 'lost: tests after: 1 failing (attempt 1: pass)',
+        patch: SAMPLE_PATCH.replace(/calc\.py/g, 'other.py'),
+      }),
+      attempt({
+        attempt: 3,
+        exitReason: 'agent',
+        reason: 'lost: policy: blocked_path @evil | **x** [l](http://e.invalid) #12',
+      }),
+      attempt({ attempt: 4, patch: '', filesChanged: [], reason: 'lost: the patch is empty' }),
+    ];
+    const body = renderPrBody({
+      result: runResult({ attempts, selectedAttempt: 1 }),
+      issueNumber: 7,
+      triggeredBy: 'octocat',
+    });
+    expect(headings(markdownTree(body))).toContain('Attempts');
+    expect(body).toContain(
+      '| Attempt | Exit reason | Steps | Tokens | Tests after | Own tests fail→pass | Diff size | Verdict |',
+    );
+    expect(body).toContain(
+      '| 1 (published) | `agent` | 3 | 1200 | pass | yes | 1 files, 2 lines | won: tests after pass |',
+    );
+    expect(body).toContain(
+      '| 4 | `agent` | 3 | 1200 | pass | — | empty | lost: the patch is empty |',
+    );
+    expect(body).toContain('lost: tests after: 1 failing (attempt 1: pass)');
+    expect(body).toContain('<details><summary>Attempt 2: what it changed</summary>');
+    expect(body).toContain('other.py | +1 -1');
+    expect(body).not.toContain('<details><summary>Attempt 4');
+    expect(body).toContain('/frognano use K');
+    // The reason carries the agent's path: no mention, no table break, no link, no emphasis.
+    const tree = markdownTree(body);
+    const table = section(tree, 'Attempts').find((n) => n.type === 'table');
+    expect(table).toBeDefined();
+    expect(nodeTypes(table!)).not.toContain('link');
+    expect(nodeTypes(table!)).not.toContain('strong');
+    expect(plainText(table!)).toContain('@\u200bevil');
+    expect(body).not.toMatch(/@evil/);
+  });
+
+  it('is absent with one attempt', () => {
+    const body = renderPrBody({ result: runResult(), issueNumber: 7, triggeredBy: 'octocat' });
+    expect(body).not.toContain('Attempts');
+    expect(body).not.toContain('/frognano use');
   });
 });

@@ -51,6 +51,17 @@ describe('renderStatus', () => {
     expect(renderStatus({ kind: 'running', phase: 'agent', step: 4, maxSteps: 150 })).toContain(
       'running: the model is working (step 4/150).',
     );
+    const parallel = renderStatus({
+      kind: 'running',
+      phase: 'agent',
+      step: 2,
+      maxSteps: 30,
+      attempts: { 2: 5, 1: 2, 3: 0 },
+    });
+    expect(parallel).toContain('running: the model is working.');
+    expect(parallel).toContain(
+      'Parallel attempts: attempt 1: step 2/30 · attempt 2: step 5/30 · attempt 3: step 0/30.',
+    );
     expect(
       renderStatus({ kind: 'done', prNumber: 8, prUrl: 'https://x/pull/8', partial: false }),
     ).toContain('opened draft pull request #8 (https://x/pull/8)');

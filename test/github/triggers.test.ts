@@ -13,6 +13,18 @@ describe('parseCommand', () => {
     ['/frognano retry\nline one\nline two', { verb: 'retry', guidance: 'line one\nline two' }],
     ['/frognano cancel', { verb: 'cancel' }],
     ['/frognano cancel\r\n', { verb: 'cancel' }],
+    ['/frognano retry x4', { verb: 'retry', attempts: 4 }],
+    [
+      '/frognano retry X2 use the stdlib',
+      { verb: 'retry', attempts: 2, guidance: 'use the stdlib' },
+    ],
+    ['/frognano retry ×3\nmore', { verb: 'retry', attempts: 3, guidance: 'more' }],
+    // Not a count: stays guidance.
+    ['/frognano retry x9 please', { verb: 'retry', guidance: 'x9 please' }],
+    ['/frognano retry x4please', { verb: 'retry', guidance: 'x4please' }],
+    ['/frognano retry fix x4 too', { verb: 'retry', guidance: 'fix x4 too' }],
+    ['/frognano use 2', { verb: 'use', attempt: 2 }],
+    ['/frognano USE 8\n', { verb: 'use', attempt: 8 }],
   ])('parses %j', (body, expected) => {
     expect(parseCommand(body)).toEqual(expected);
   });
@@ -27,8 +39,40 @@ describe('parseCommand', () => {
     '/frognano status',
     'frognano retry',
     '`/frognano retry`',
+    '/frognano use',
+    '/frognano use 9',
+    '/frognano use 2 please',
+    '/frognano use two',
   ])('does not treat %j as a command', (body) => {
     expect(parseCommand(body)).toBeUndefined();
+  });
+});
+
+describe('decideTrigger: /frognano use K', () => {
+  it('is a use decision on a pull request, with the comment to react to', () => {
+    const d = decideTrigger(
+      'issue_comment',
+      commentPayload({ body: '/frognano use 3', pullRequest: true }),
+      opts,
+    );
+    expect(d).toMatchObject({ kind: 'use', attempt: 3, commentId: 4242 });
+  });
+
+  it('is ignored on an issue, and from a bot', () => {
+    expect(
+      decideTrigger('issue_comment', commentPayload({ body: '/frognano use 3' }), opts),
+    ).toMatchObject({ kind: 'ignore' });
+    expect(
+      decideTrigger(
+        'issue_comment',
+        commentPayload({
+          body: '/frognano use 3',
+          pullRequest: true,
+          commenter: { login: 'x[bot]', id: 1, type: 'Bot' },
+        }),
+        opts,
+      ),
+    ).toMatchObject({ kind: 'ignore', reason: 'comment by a bot' });
   });
 });
 
@@ -74,16 +118,18 @@ describe('decideTrigger', () => {
     expect(cancel).toMatchObject({ kind: 'cancel', commentId: 4242 });
   });
 
-  it('ignores edited comments, ordinary comments and comments on pull requests', () => {
+  it('ignores edited comments, ordinary comments and non-commands on pull requests', () => {
     expect(decideTrigger('issue_comment', commentPayload({ action: 'edited' }), opts).kind).toBe(
       'ignore',
     );
     expect(decideTrigger('issue_comment', commentPayload({ body: 'LGTM' }), opts).kind).toBe(
       'ignore',
     );
-    expect(decideTrigger('issue_comment', commentPayload({ pullRequest: true }), opts).kind).toBe(
-      'ignore',
-    );
+    // `/frognano …` on a pull request is a follow-up (review-triggers.test.ts).
+    expect(
+      decideTrigger('issue_comment', commentPayload({ pullRequest: true, body: 'LGTM' }), opts)
+        .kind,
+    ).toBe('ignore');
     expect(decideTrigger('issues', labeledPayload({ pullRequest: true }), opts).kind).toBe(
       'ignore',
     );

@@ -117,7 +117,7 @@ describe('loadRepoConfig', () => {
     ['instructions: [a]', '.github/frognano.yml: instructions must be text (got a list)'],
     [
       'max_step: 3',
-      '.github/frognano.yml: unknown key "max_step" (expected one of: image, setup, test, network, instructions, max_steps, timeout_minutes, blocked_paths)',
+      '.github/frognano.yml: unknown key "max_step" (expected one of: image, setup, test, network, instructions, max_steps, timeout_minutes, attempts, blocked_paths)',
     ],
     ['- a\n- b', '.github/frognano.yml: must be a mapping of keys'],
   ])('rejects %j with one line naming the key', async (config, expected) => {
@@ -175,5 +175,23 @@ describe('loadRepoConfig with operator caps', () => {
     const roomy = await loadRepoConfig(tree(), { maxSteps: 1000, timeoutMinutes: 600 });
     expect(roomy.max_steps).toBeUndefined();
     expect(roomy.timeout_minutes).toBeUndefined();
+  });
+});
+
+describe('attempts', () => {
+  it('accepts 1 to 8 parallel attempts and refuses anything else with one line', async () => {
+    expect((await loadRepoConfig(tree('attempts: 4\n'))).attempts).toBe(4);
+    expect((await loadRepoConfig(tree())).attempts).toBeUndefined();
+    await expect(loadRepoConfig(tree('attempts: 9\n'))).rejects.toThrow(
+      '.github/frognano.yml: attempts must be an integer from 1 to 8 (got 9)',
+    );
+    await expect(loadRepoConfig(tree('attempts: 2.5\n'))).rejects.toThrow(
+      /attempts must be an integer from 1 to 8/,
+    );
+  });
+
+  it('is bounded by the operator (FROGNANO_MAX_ATTEMPTS)', async () => {
+    expect((await loadRepoConfig(tree('attempts: 6\n'), { attempts: 2 })).attempts).toBe(2);
+    expect((await loadRepoConfig(tree('attempts: 2\n'), { attempts: 4 })).attempts).toBe(2);
   });
 });

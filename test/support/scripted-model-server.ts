@@ -13,6 +13,8 @@ export interface RecordedRequest {
   body: ChatRequestBody | undefined;
   /** 0-based index among chat-completions requests (undefined for other paths). */
   chatIndex?: number;
+  /** `performance.now()` when the request's body had arrived. */
+  receivedAt: number;
 }
 
 /** The parts of a chat-completions request body the tests look at; the rest stays unknown. */
@@ -153,6 +155,7 @@ export async function startScriptedModelServer(
       headers: req.headers,
       rawBody: record ? rawBody : '',
       body: needParse ? parseJson(rawBody) : undefined,
+      receivedAt: performance.now(),
     };
     if (isChat) recorded.chatIndex = chatCount++;
     if (record) {

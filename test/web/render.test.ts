@@ -130,6 +130,55 @@ describe('runPageData and liveUpdate', () => {
     );
   });
 
+  it('builds one tab per attempt of a run with several, the winner marked, each with its reason', () => {
+    const one = generateTrajectory({ steps: 4, tokens: 2000 });
+    const two = generateTrajectory({ steps: 2, tokens: 1000 });
+    const base = runResult();
+    const summary = (attempt: number, selected: boolean, reason: string) => ({
+      attempt,
+      outcome: 'completed' as const,
+      exitReason: 'agent' as const,
+      patch: attempt === 1 ? base.patch : '',
+      partial: false,
+      filesChanged: [],
+      finalMessage: '',
+      steps: 3,
+      promptTokens: 1,
+      completionTokens: 1,
+      contextTokens: 2,
+      violations: [],
+      tests: 'pass' as const,
+      testsText: 'pass',
+      ownTests: 'none' as const,
+      votes: 1,
+      diffLines: 2,
+      selected,
+      reason,
+    });
+    const data = runPageData({
+      runId: 'r1',
+      repo: 'o/r',
+      issue: { number: 3, title: 't' },
+      trajectory: one,
+      attemptTrajectories: { 2: two },
+      result: runResult({
+        attempts: [
+          summary(1, true, 'won: tests after pass'),
+          summary(2, false, 'lost: the patch is empty'),
+        ],
+        selectedAttempt: 1,
+      }),
+    });
+    expect(data.attempts.map((a) => [a.label, a.selected, a.trajectory])).toEqual([
+      ['attempt 1', true, one],
+      ['attempt 2', false, two],
+    ]);
+    expect(data.attempts[1]!.verdict).toBe('stopped: agent · lost: the patch is empty');
+    const html = renderRunPage(data);
+    expect(html).toContain('data-attempt=');
+    expect(html).toContain('lost: the patch is empty');
+  });
+
   it('sends only the steps after the ones the page has, and the body once finished', () => {
     const running = runPageData({
       runId: 'r1',

@@ -40,6 +40,10 @@ export const PYTHON = execFileSync('python3', ['-c', 'import sys, pytest; print(
 
 export interface HarnessOptions {
   script?: ScriptStep[];
+  /** Answers the model requests once the script is used up (e.g. per attempt). */
+  onExhausted?: ScriptStep;
+  /** Extra lines of the repository's `.github/frognano.yml`. */
+  config?: string;
   sandbox?: 'local' | 'docker';
   concurrency?: number;
   throttleMs?: number;
@@ -94,7 +98,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const python = options.python ?? PYTHON;
   if (!options.root) {
     const repo = createPythonRepo(join(root, 'src'), {
-      '.github/frognano.yml': `max_steps: 30\ntest: ${python} -m pytest\n`,
+      '.github/frognano.yml': `max_steps: 30\ntest: ${python} -m pytest\n${options.config ?? ''}`,
     });
     mkdirSync(join(root, 'git', OWNER), { recursive: true });
     execFileSync('git', ['clone', '-q', '--bare', repo.dir, bare]);
@@ -107,7 +111,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     options.model ??
     (options.modelUrl
       ? undefined
-      : await startScriptedModelServer({ script: options.script ?? [] }));
+      : await startScriptedModelServer({
+          script: options.script ?? [],
+          ...(options.onExhausted ? { onExhausted: options.onExhausted } : {}),
+        }));
   const modelUrl = options.modelUrl ?? (model as ScriptedModelServer).baseUrl;
   const sandbox = options.sandbox ?? 'local';
   const log =

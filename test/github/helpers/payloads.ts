@@ -79,3 +79,72 @@ export function commentPayload(o: PayloadOptions = {}): Payload {
   if (o.action) p.action = o.action;
   return p;
 }
+
+export interface PullPayloadOptions {
+  prNumber?: number;
+  headRef?: string;
+  headSha?: string;
+  body?: string;
+  sender?: { login: string; id: number; type?: string };
+  state?: 'commented' | 'changes_requested' | 'approved';
+  at?: string;
+  action?: string;
+}
+
+function adjustPull(p: Record<string, unknown>, o: PullPayloadOptions): void {
+  p.installation = { id: 1 };
+  if (o.sender) p.sender = { ...(p.sender as object), ...o.sender, type: o.sender.type ?? 'User' };
+  const pr = p.pull_request as Record<string, unknown> & { head: Record<string, unknown> };
+  pr.number = o.prNumber ?? 7;
+  pr.title = 'frognano: add() subtracts instead of adding';
+  pr.head = { ...pr.head, ref: o.headRef ?? 'frognano/issue-1', sha: o.headSha ?? pr.head.sha };
+  if (o.action) p.action = o.action;
+}
+
+/** `pull_request_review.submitted` on the bot's PR #7 (Codertocat/Hello-World). */
+export function reviewPayload(o: PullPayloadOptions = {}): Record<string, unknown> {
+  const p = structuredClone(
+    (examples.find((d) => d.name === 'pull_request_review')?.examples ?? []).find(
+      (e) => (e as { action?: string }).action === 'submitted',
+    ),
+  ) as Record<string, unknown>;
+  adjustPull(p, o);
+  const review = p.review as Record<string, unknown>;
+  review.body = o.body ?? '/frognano';
+  review.state = o.state ?? 'commented';
+  review.submitted_at = o.at ?? new Date().toISOString();
+  if (o.sender) review.user = { ...(review.user as object), ...o.sender, type: 'User' };
+  return p;
+}
+
+/** `pull_request_review_comment.created` on the bot's PR #7. */
+export function reviewCommentPayload(
+  o: PullPayloadOptions & { commentId?: number } = {},
+): Record<string, unknown> {
+  const p = structuredClone(
+    (examples.find((d) => d.name === 'pull_request_review_comment')?.examples ?? []).find(
+      (e) => (e as { action?: string }).action === 'created',
+    ),
+  ) as Record<string, unknown>;
+  adjustPull(p, o);
+  const comment = p.comment as Record<string, unknown>;
+  comment.body = o.body ?? '/frognano';
+  comment.id = o.commentId ?? 5151;
+  comment.created_at = o.at ?? new Date().toISOString();
+  if (o.sender) comment.user = { ...(comment.user as object), ...o.sender, type: 'User' };
+  return p;
+}
+
+/** `issue_comment.created` on pull request #N (GitHub sends PR comments as issue comments). */
+export function pullCommentPayload(o: PullPayloadOptions = {}): Payload {
+  const p = commentPayload({
+    body: o.body ?? '/frognano',
+    issueNumber: o.prNumber ?? 7,
+    issueTitle: 'frognano: add() subtracts instead of adding',
+    pullRequest: true,
+    sender: o.sender,
+    commenter: o.sender,
+  });
+  (p.comment as Record<string, unknown>).created_at = o.at ?? new Date().toISOString();
+  return p;
+}

@@ -1,0 +1,42 @@
+// readIssueText per input kind at GitHub's body size (~64 KB): CPU ms (median of 3, so a loaded
+// machine counts less) and the ratio to plain words. Hostile shapes are refused before parsing;
+// the dense inline kinds show what micromark's emphasis/link resolvers cost (quadratic per
+// paragraph: each match splices the paragraph's event array).
+import { readIssueText } from '../src/github/sanitize-issue-text.js';
+
+const KINDS: [string, string][] = [
+  ['plain', 'word '.repeat(13000)],
+  ['paragraphs', 'Some words in a line.\n\n'.repeat(2800)],
+  ['dense-strong', '**x** '.repeat(11000)],
+  ['links', '[a](b) '.repeat(9000)],
+  ['html', '<b>x</b> '.repeat(7000)],
+  ['nested-quote', '> '.repeat(30000)],
+  ['list-nest', Array.from({ length: 2700 }, (_, i) => `${' '.repeat(i % 40)}- x`).join('\n')],
+  ['emph-open', '*a '.repeat(20000)],
+  ['brackets', '['.repeat(60000)],
+];
+
+function cpuMs(text: string): number {
+  const times: number[] = [];
+  for (let i = 0; i < 3; i += 1) {
+    const start = process.cpuUsage();
+    readIssueText(text);
+    const used = process.cpuUsage(start);
+    times.push(used.user / 1000);
+  }
+  return times.sort((a, b) => a - b)[1] ?? 0;
+}
+
+export default async function run(): Promise<void> {
+  readIssueText('warm **up** [a](b) <b>x</b>');
+  let plain = 0;
+  for (const [kind, text] of KINDS) {
+    const ms = cpuMs(text);
+    if (kind === 'plain') plain = ms;
+    const read = readIssueText(text);
+    console.log(
+      `${kind.padEnd(13)} ${String(text.length).padStart(6)} chars ${ms.toFixed(0).padStart(6)} ms cpu  x${(ms / (plain || 1)).toFixed(1)} of plain  ${read.ok ? 'read' : `refused: ${read.reason}`}`,
+    );
+  }
+  await Promise.resolve();
+}

@@ -1,0 +1,130 @@
+// Phase 1, prepare: clone on the host (cached mirror), read .github/frognano.yml, and settle
+// what the run will use: budgets, the test command, the image, snapshots, the attempts.
+import type Docker from 'dockerode';
+import { repoConfigCaps } from '../../config.js';
+import { DEFAULT_MAX_STEPS } from '../../leaf/protocol.js';
+import { connectDocker } from '../../sandbox/docker-engine.js';
+import { DEFAULT_SANDBOX_IMAGE } from '../../sandbox/docker-sandbox.js';
+import { sandboxOwner } from '../../sandbox/owner.js';
+import { errorText } from '../command-output.js';
+import { detectTestCommand } from '../detect-test-command.js';
+import {
+  DEFAULT_TIMEOUT_MINUTES,
+  MAX_ATTEMPTS,
+  RepoConfigError,
+  loadRepoConfig,
+  type RepoConfig,
+  type RepoConfigCaps,
+} from '../repo-config.js';
+import type { RunContext, Failure } from '../run-context.js';
+import type { RunResult } from '../run-types.js';
+import { prepareWorkspace, type Workspace } from '../workspace.js';
+
+export type TestCommand = NonNullable<RunResult['testCommand']>;
+
+export interface Prepared {
+  workspace: Workspace;
+  config: RepoConfig;
+  /** Per attempt. */
+  maxSteps: number;
+  /** Per attempt: each Leaf loop's wall-clock budget. */
+  timeoutMs: number;
+  /** Leaf loops run at once (1 to 8): the caller's, else the config's, within the operator's cap. */
+  attempts: number;
+  test?: TestCommand;
+  /** The task's issue text: the request's, or for a follow-up, built with the previous diff. */
+  issueText: string;
+  image: string;
+  /** Absent for the local sandbox. */
+  docker?: Docker;
+  /** Setup may reach the network (`network: setup`, and there is setup). */
+  setupNetwork: boolean;
+  /** Setup snapshots are taken and used (Docker, there is setup, not disabled). */
+  snapshotsOn: boolean;
+}
+
+export async function prepare(run: RunContext): Promise<Prepared | Failure> {
+  const { request, deps, env, result } = run;
+  let workspace: Workspace;
+  try {
+    // Before the work directory exists: the owner lock is what keeps a reaper off it.
+    sandboxOwner(run.dataDir);
+    workspace = await run.phase('clone', () =>
+      prepareWorkspace({
+        runId: request.runId,
+        repo: request.repo,
+        revision: request.revision,
+        getCredential: request.getCredential,
+        cacheDir: run.cacheDir,
+        workRoot: run.workRoot,
+        signal: run.signal,
+        log: run.log,
+        env,
+      }),
+    );
+  } catch (error) {
+    return { outcome: 'clone_failed', error: errorText(error) };
+  }
+  run.workspace = workspace;
+  result.baseCommit = workspace.baseCommit;
+  let issueText = request.issueText;
+  if (request.followUp) {
+    try {
+      issueText = request.followUp.task(await workspace.diffFrom(request.followUp.diffBase));
+    } catch (error) {
+      return { outcome: 'clone_failed', error: errorText(error) };
+    }
+  }
+
+  let config: RepoConfig;
+  let caps: RepoConfigCaps = {};
+  try {
+    config = await run.phase('config', () => {
+      caps = repoConfigCaps(env);
+      return loadRepoConfig(workspace.treeDir, caps);
+    });
+  } catch (error) {
+    if (error instanceof RepoConfigError) return { outcome: 'config_error', error: error.message };
+    throw error;
+  }
+  const maxSteps = request.overrides?.maxSteps ?? config.max_steps ?? DEFAULT_MAX_STEPS;
+  const timeoutMs =
+    (request.overrides?.timeoutMinutes ?? config.timeout_minutes ?? DEFAULT_TIMEOUT_MINUTES) *
+    60_000;
+  const asked = request.overrides?.attempts ?? config.attempts ?? 1;
+  const attempts = Math.min(asked, caps.attempts ?? MAX_ATTEMPTS, MAX_ATTEMPTS);
+  result.budgets.maxSteps = maxSteps;
+  result.budgets.timeoutMs = timeoutMs;
+
+  const test = await testCommand(workspace.treeDir, config);
+  if (test) result.testCommand = test;
+
+  const image =
+    request.overrides?.image ??
+    config.image ??
+    deps.defaultImage ??
+    env.FROGNANO_SANDBOX_IMAGE ??
+    DEFAULT_SANDBOX_IMAGE;
+  return {
+    workspace,
+    issueText,
+    config,
+    maxSteps,
+    timeoutMs,
+    attempts,
+    ...(test ? { test } : {}),
+    image,
+    ...(request.sandbox === 'docker' ? { docker: deps.docker ?? connectDocker(env) } : {}),
+    setupNetwork: config.network === 'setup' && config.setup.length > 0,
+    snapshotsOn:
+      request.sandbox === 'docker' && config.setup.length > 0 && deps.snapshots?.enabled !== false,
+  };
+}
+
+async function testCommand(treeDir: string, config: RepoConfig): Promise<TestCommand | undefined> {
+  if (config.test) return { command: config.test, source: 'config' };
+  const detected = await detectTestCommand(treeDir);
+  return detected
+    ? { command: detected.command, source: 'detected', detail: detected.detail }
+    : undefined;
+}

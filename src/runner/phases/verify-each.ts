@@ -1,0 +1,195 @@
+// Phase 5, verify each patch, in a FRESH sandbox: the agent's one is untrusted once the loop
+// has run (a login profile that fakes the test command, a .pth file in setup's virtualenv, a
+// process left behind writing into the test's output), and evidence from it would be the
+// agent's to choose. The verdict gets only the source changes, on the repository's own tests
+// and harness; the agent's tests and harness changes then run on top, reported as its own
+// evidence. Then the policy checks, on the patch text and on what git makes of it.
+import type { Sandbox } from '../../leaf/sandbox.js';
+import { SANDBOX_GIT, combined, errorText, tail } from '../command-output.js';
+import { addsRootModule, isHarnessFile, isTestFile, patchFacts } from '../patch-facts.js';
+import { DEFAULT_MAX_PATCH_BYTES, checkAppliedChanges, checkPatch } from '../patch-policy.js';
+import type { Failure, RunContext } from '../run-context.js';
+import type { PolicyViolation } from '../run-types.js';
+import type { AppliedPatch } from '../workspace.js';
+import type { Attempt } from './attempts.js';
+import { bringUp } from './bring-up.js';
+import type { Prepared, TestCommand } from './prepare.js';
+import { runTest } from './run-test.js';
+
+/** Verifies every attempt that has a patch, concurrently, as the `verify-after` phase. */
+export async function verifyEach(
+  run: RunContext,
+  prepared: Prepared,
+  attempts: Attempt[],
+  fresh?: () => Promise<Sandbox>,
+): Promise<void> {
+  const { test } = prepared;
+  if (!test) return;
+  const candidates = attempts.filter((a) => !a.failure && a.leaf && a.leaf.patch !== '');
+  if (candidates.length === 0) return;
+  const ownTests = attempts.length > 1;
+  await run.phase('verify-after', async () => {
+    // git's reading of each patch uses the host tree the fresh sandboxes are copied from: all
+    // of them first, then the sandboxes.
+    for (const attempt of candidates) await analyzePatch(run, prepared, attempt);
+    await Promise.all(
+      candidates.map(async (attempt) => {
+        const failed = await verifyPatch(run, prepared, test, attempt, ownTests, fresh).catch(
+          (error: unknown) => {
+            // One attempt: the run ends as it always has (a sandbox failure or limit).
+            if (!ownTests) throw error;
+            return `verification failed: ${errorText(error)}`;
+          },
+        );
+        if (failed && !run.signal.aborted) {
+          run.log.warn({ attempt: attempt.number, reason: failed }, 'verify-after not run');
+          attempt.error ??= `verify-after was not run: ${failed}`;
+        }
+      }),
+    );
+  });
+}
+
+/** Why the patch could not be verified, or undefined once it was. */
+async function verifyPatch(
+  run: RunContext,
+  prepared: Prepared,
+  test: TestCommand,
+  attempt: Attempt,
+  ownTests: boolean,
+  freshFromImage: (() => Promise<Sandbox>) | undefined,
+): Promise<string | undefined> {
+  const { applied, error } = await analyzePatch(run, prepared, attempt);
+  if (!applied?.split) return error ?? 'the patch could not be read';
+  const { kept, setAside } = applied.split;
+  const used = attempt.sandbox;
+  attempt.sandbox = undefined;
+  // With a ready sandbox to verify in, the agent's goes meanwhile (cleanup waits for it).
+  const going = run.dispose(used);
+  if (freshFromImage) run.starting.push(going);
+  else await going;
+  const fresh = freshFromImage
+    ? await freshFromImage().catch((error: unknown): Failure => ({
+        outcome: 'sandbox_failed',
+        error: errorText(error),
+      }))
+    : await bringUp(run, prepared, false);
+  if ('outcome' in fresh)
+    return `a fresh sandbox for the tests could not be prepared: ${fresh.error}`;
+  try {
+    const testOpts = { timeoutMs: run.deps.testTimeoutMs, signal: run.signal };
+    const keptFailed = await gitApply(run, fresh, kept);
+    if (keptFailed) return `the patch did not apply in a fresh sandbox: ${keptFailed}`;
+    attempt.verifyAfter = await runTest(fresh, test, 'verify-after', testOpts);
+    if (setAside === '' || run.signal.aborted) return undefined;
+    const restFailed = await gitApply(run, fresh, setAside);
+    if (restFailed) {
+      run.log.warn({ reason: restFailed }, "the agent's tests could not be applied");
+      return undefined;
+    }
+    attempt.agentTests = await runTest(fresh, test, 'agent-tests', testOpts);
+    if (!ownTests || run.signal.aborted) return undefined;
+    // A reproduction fails on the original source: take the source change back out, keep
+    // the agent's tests, run again.
+    const revertFailed = await gitApply(run, fresh, kept, true);
+    if (revertFailed) {
+      run.log.warn({ reason: revertFailed }, "the agent's tests could not be run on the original");
+      return undefined;
+    }
+    attempt.ownTestsBefore = await runTest(fresh, test, 'own-tests-before', testOpts);
+    return undefined;
+  } finally {
+    await run.dispose(fresh);
+  }
+}
+
+async function gitApply(
+  run: RunContext,
+  sandbox: Sandbox,
+  text: string,
+  reverse = false,
+): Promise<string | undefined> {
+  if (text === '') return undefined;
+  const done = await sandbox.exec(
+    `${SANDBOX_GIT} apply ${reverse ? '-R ' : ''}--whitespace=nowarn -`,
+    { stdin: text, timeoutMs: 120_000, signal: run.signal },
+  );
+  return done.exitCode === 0 ? undefined : tail(combined(done).trim(), 300);
+}
+
+// changesFromPatch works in the one host clone: attempts take turns.
+const analysisQueue = new WeakMap<object, Promise<unknown>>();
+
+/**
+ * git's reading of the patch on the host's clean clone, once per attempt: the policy checks
+ * it, the evidence splits on it (the repository's own tests and harness for the verdict).
+ */
+export function analyzePatch(
+  run: RunContext,
+  prepared: Prepared,
+  attempt: Attempt,
+): Promise<{ applied?: AppliedPatch; error?: string }> {
+  attempt.analysis ??= (async () => {
+    const patch = attempt.leaf?.patch ?? '';
+    const maxPatchBytes = run.deps.maxPatchBytes ?? DEFAULT_MAX_PATCH_BYTES;
+    if (patch.trim() === '') return { error: 'the patch is empty' };
+    if (Buffer.byteLength(patch, 'utf8') > maxPatchBytes)
+      return { error: `the patch is larger than ${maxPatchBytes} bytes` };
+    const { workspace, test } = prepared;
+    const turn = (analysisQueue.get(workspace) ?? Promise.resolve()).then(() =>
+      workspace.changesFromPatch(patch, {
+        setAside: (p, c) => isHarnessFile(p, test?.command) || isTestFile(p) || addsRootModule(c),
+      }),
+    );
+    analysisQueue.set(
+      workspace,
+      turn.catch(() => undefined),
+    );
+    try {
+      const applied = await turn;
+      attempt.patchFacts = patchFacts(applied.changes, test?.command);
+      attempt.filesChanged = applied.changes.map((c) => c.path);
+      return { applied };
+    } catch (error) {
+      // Publishing applies it the same way and will say so; the text checks stand.
+      run.log.warn({ err: errorText(error) }, 'the patch does not apply to a clean clone');
+      return { error: `the patch does not apply to a clean clone: ${errorText(error)}` };
+    }
+  })();
+  return attempt.analysis;
+}
+
+/** The policy checks of every attempt's patch, as the `policy` phase. */
+export async function checkPolicies(
+  run: RunContext,
+  prepared: Prepared,
+  attempts: Attempt[],
+): Promise<void> {
+  await run.phase('policy', () =>
+    Promise.all(
+      attempts.map(async (attempt) => {
+        if (!attempt.leaf) return;
+        attempt.violations = await checkPolicy(run, prepared, attempt);
+      }),
+    ),
+  );
+}
+
+async function checkPolicy(
+  run: RunContext,
+  prepared: Prepared,
+  attempt: Attempt,
+): Promise<PolicyViolation[]> {
+  const patch = attempt.leaf?.patch ?? '';
+  const policy = {
+    blockedPaths: prepared.config.blocked_paths,
+    maxPatchBytes: run.deps.maxPatchBytes ?? DEFAULT_MAX_PATCH_BYTES,
+  };
+  const violations = checkPatch(patch, policy);
+  if (patch.trim() === '' || violations.some((v) => v.rule === 'patch_size')) return violations;
+  const { applied } = await analyzePatch(run, prepared, attempt);
+  for (const v of applied ? checkAppliedChanges(applied.changes, policy) : []) {
+    if (!violations.some((w) => w.rule === v.rule && w.detail === v.detail)) violations.push(v);
+  }
+  return violations;
+}

@@ -1,0 +1,262 @@
+// Several attempts in one run: one setup, N sandboxes, N Leaf loops against one scripted model
+// that answers each attempt from its own script (told apart by the attempt header, never by the
+// body), each patch verified, the winner chosen by evidence with a reason for every attempt.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { runPipeline } from '../../src/runner/run.js';
+import type { RunProgress, RunRequest } from '../../src/runner/run-types.js';
+import { ATTEMPT_HEADER } from '../../src/runner/phases/attempts.js';
+import { BUGGY_CALC, FIXED_CALC, ISSUE_TEXT, createPythonRepo } from '../support/python-repo.js';
+import {
+  finalAnswer,
+  startScriptedModelServer,
+  toolCall,
+  type RecordedRequest,
+  type ResponseSpec,
+  type ScriptedModelServer,
+} from '../support/scripted-model-server.js';
+
+const temps: string[] = [];
+afterAll(() => {
+  for (const d of temps) rmSync(d, { recursive: true, force: true });
+});
+let server: ScriptedModelServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+const PYTHON = execFileSync('python3', ['-c', 'import sys, pytest; print(sys.executable)'], {
+  encoding: 'utf8',
+}).trim();
+const PYTEST = `${PYTHON} -m pytest`;
+
+const REPRO_TEST =
+  'from calc import add\n\n\ndef test_add_negative():\n    assert add(-1, 1) == 0\n';
+
+/** Each attempt's own script, keyed by the attempt header the runner sends. */
+const SCRIPTS: Record<string, ResponseSpec[]> = {
+  // Fixes the bug and adds a test that reproduces it.
+  '1': [
+    toolCall('Edit', {
+      file_path: 'calc.py',
+      old_string: 'return a - b',
+      new_string: 'return a + b',
+    }),
+    toolCall('Write', { file_path: 'test_repro.py', content: REPRO_TEST }),
+    finalAnswer('Fixed add() and added a reproduction.'),
+  ],
+  // Fixes add() but breaks mul().
+  '2': [
+    toolCall('Write', { file_path: 'calc.py', content: FIXED_CALC.replace('a * b', 'a ** b') }),
+    finalAnswer('Rewrote calc.py.'),
+  ],
+  // Fixes add() and edits a workflow (a blocked path).
+  '3': [
+    toolCall('Write', { file_path: 'calc.py', content: FIXED_CALC }),
+    toolCall('Write', { file_path: '.github/workflows/ci.yml', content: 'on: push\n' }),
+    finalAnswer('Fixed, and added CI.'),
+  ],
+  // Changes nothing.
+  '4': [finalAnswer('I could not find the problem.')],
+  // Fixes add(), then the connection to the model breaks mid-way.
+  '5': [toolCall('Write', { file_path: 'calc.py', content: FIXED_CALC }), { kind: 'drop' }],
+};
+
+function dispatcher(scripts: Record<string, ResponseSpec[]>) {
+  const queues = new Map(Object.entries(scripts).map(([k, v]) => [k, [...v]]));
+  return (request: RecordedRequest): ResponseSpec => {
+    const attempt = String(request.headers[ATTEMPT_HEADER] ?? '1');
+    const next = queues.get(attempt)?.shift();
+    return (
+      next ?? {
+        kind: 'error',
+        status: 400,
+        body: { error: { message: `attempt ${attempt}: script exhausted` } },
+      }
+    );
+  };
+}
+
+async function setup(
+  attempts: number | undefined,
+  scripts: Record<string, ResponseSpec[]>,
+): Promise<{
+  request: RunRequest;
+  deps: Parameters<typeof runPipeline>[1];
+  out: string;
+  local: string;
+  data: string;
+  events: RunProgress[];
+}> {
+  const root = mkdtempSync(path.join(tmpdir(), 'attempts-'));
+  temps.push(root);
+  const config = `test: ${PYTEST}\nmax_steps: 10\n${attempts === undefined ? '' : `attempts: ${attempts}\n`}`;
+  const repo = createPythonRepo(path.join(root, 'src'), { '.github/frognano.yml': config });
+  server = await startScriptedModelServer({ onExhausted: dispatcher(scripts) });
+  const local = path.join(root, 'local');
+  mkdirSync(local);
+  const events: RunProgress[] = [];
+  return {
+    request: {
+      runId: `t-${path.basename(root)}`,
+      instanceId: 'fixture/calc#1',
+      repo: repo.dir,
+      issueText: ISSUE_TEXT,
+      sandbox: 'local',
+      outDir: path.join(root, 'out'),
+      onProgress: (e) => events.push(e),
+    },
+    deps: {
+      modelConfig: { baseUrl: server.baseUrl, maxRetries: 0 },
+      dataDir: path.join(root, 'data'),
+      localTempRoot: local,
+      logger: pino({ level: 'silent' }),
+    },
+    out: path.join(root, 'out'),
+    local,
+    data: path.join(root, 'data'),
+    events,
+  };
+}
+
+describe('runPipeline with several attempts', () => {
+  it('runs five attempts at once and publishes the verified one with a reproduction, saying why each lost', async () => {
+    const s = await setup(5, SCRIPTS);
+    const result = await runPipeline(s.request, s.deps);
+
+    expect(result.outcome).toBe('completed');
+    expect(result.selectedAttempt).toBe(1);
+    const byNumber = new Map(result.attempts!.map((a) => [a.attempt, a]));
+    expect(result.attempts!.map((a) => a.attempt)).toEqual([1, 2, 3, 4, 5]);
+
+    const one = byNumber.get(1)!;
+    expect(one).toMatchObject({
+      selected: true,
+      tests: 'pass',
+      ownTests: 'fail→pass',
+      exitReason: 'agent',
+    });
+    expect(one.reason).toMatch(
+      /^won: .*tests after pass; its own tests fail before and pass after/,
+    );
+    expect(byNumber.get(2)).toMatchObject({
+      selected: false,
+      tests: 'fail',
+      testsText: '1 failing',
+    });
+    expect(byNumber.get(2)!.reason).toBe('lost: tests after: 1 failing (attempt 1: pass)');
+    expect(byNumber.get(3)!.reason).toMatch(
+      /^lost: policy: blocked_path .*\.github\/workflows\/ci\.yml/,
+    );
+    expect(byNumber.get(3)!.violations.map((v) => v.rule)).toContain('blocked_path');
+    expect(byNumber.get(4)).toMatchObject({
+      patch: '',
+      reason: 'lost: the patch is empty',
+      exitReason: 'agent',
+    });
+    const five = byNumber.get(5)!;
+    expect(five.exitReason).toBe('llm_query_error');
+    expect(five.tests).toBe('pass');
+    expect(five.reason).toBe(
+      "lost: its own tests do not fail before and pass after (attempt 1's do)",
+    );
+
+    // The result's own fields are the winner's.
+    expect(result.patch).toBe(one.patch);
+    expect(result.patch).toContain('+    return a + b');
+    expect(result.filesChanged.sort()).toEqual(['calc.py', 'test_repro.py']);
+    expect(result.verifyAfter).toMatchObject({ exitCode: 0 });
+    expect(result.finalMessage).toBe('Fixed add() and added a reproduction.');
+
+    // Every attempt asked the model the same thing, byte for byte, and said which it was.
+    const firsts = [1, 2, 3, 4, 5].map((k) =>
+      server!.chatRequests.find((r) => r.headers[ATTEMPT_HEADER] === String(k))!,
+    );
+    for (const first of firsts) expect(first.rawBody).toBe(firsts[0]!.rawBody);
+    expect(server!.chatRequests.every((r) => r.headers[ATTEMPT_HEADER] !== undefined)).toBe(true);
+
+    // Trajectories: attempt 1 where a one-attempt run keeps it, the others beside it; patches kept.
+    expect(result.trajectoryPath).toBe(path.join(s.out, 'trajectory.json'));
+    for (const k of [2, 3, 4, 5]) {
+      const t = JSON.parse(
+        readFileSync(path.join(s.out, `attempt-${k}`, 'trajectory.json'), 'utf8'),
+      ) as {
+        trajectory_id: string;
+      };
+      expect(t.trajectory_id).toBe(`${s.request.runId}-attempt-${k}`);
+    }
+    expect(readFileSync(path.join(s.out, 'attempt-2', 'patch.diff'), 'utf8')).toBe(
+      byNumber.get(2)!.patch,
+    );
+    expect(readFileSync(path.join(s.out, 'attempt-1', 'patch.diff'), 'utf8')).toBe(one.patch);
+
+    // Progress names the attempt of every step.
+    const steps = s.events.filter((e) => e.kind === 'step');
+    expect(new Set(steps.map((e) => (e.kind === 'step' ? e.attempt : 0)))).toEqual(
+      new Set([1, 2, 3, 4, 5]),
+    );
+
+    // The user's repository is untouched; nothing of the run is left.
+    expect(readFileSync(path.join(s.request.repo, 'calc.py'), 'utf8')).toBe(BUGGY_CALC);
+    expect(readdirSync(s.local)).toEqual([]);
+    const runs = path.join(s.data, 'runs');
+    expect(existsSync(runs) ? readdirSync(runs) : []).toEqual([]);
+  }, 240_000);
+
+  it('makes agreeing attempts vote together, and breaks a tie by size, then steps', async () => {
+    const wordy = FIXED_CALC.replace('def mul', '# multiply\ndef mul');
+    const s = await setup(3, {
+      '1': [toolCall('Write', { file_path: 'calc.py', content: wordy }), finalAnswer('a')],
+      // The same change as attempt 3, in other whitespace.
+      '2': [
+        toolCall('Edit', {
+          file_path: 'calc.py',
+          old_string: 'return a - b',
+          new_string: 'return a  +  b',
+        }),
+        toolCall('Bash', { command: 'true' }),
+        finalAnswer('b'),
+      ],
+      '3': [
+        toolCall('Edit', {
+          file_path: 'calc.py',
+          old_string: 'return a - b',
+          new_string: 'return a + b',
+        }),
+        finalAnswer('c'),
+      ],
+    });
+    const result = await runPipeline(s.request, s.deps);
+    const reasons = Object.fromEntries(result.attempts!.map((a) => [a.attempt, a.reason]));
+    expect(result.selectedAttempt).toBe(3);
+    expect(result.attempts!.map((a) => a.votes)).toEqual([1, 2, 2]);
+    expect(reasons[1]).toBe("lost: 1 of the attempts made its change, 2 made attempt 3's");
+    expect(reasons[2]).toBe('lost: more steps (3, attempt 3: 2)');
+    expect(reasons[3]).toMatch(/^won: .*2 of 3 attempts made this change/);
+  }, 180_000);
+
+  it('with one attempt (the default) sends no attempt header and reports no attempts', async () => {
+    const s = await setup(undefined, { '1': SCRIPTS['1']! });
+    const result = await runPipeline(s.request, s.deps);
+    expect(result.outcome).toBe('completed');
+    expect(result.attempts).toBeUndefined();
+    expect(result.selectedAttempt).toBeUndefined();
+    expect(server!.chatRequests.every((r) => r.headers[ATTEMPT_HEADER] === undefined)).toBe(true);
+    expect(existsSync(path.join(s.out, 'attempt-1'))).toBe(false);
+    expect(existsSync(path.join(s.out, 'trajectory.json'))).toBe(true);
+  }, 120_000);
+
+  it('takes the count from the caller over the config, bounded by FROGNANO_MAX_ATTEMPTS', async () => {
+    const s = await setup(2, { '1': SCRIPTS['4']!, '2': SCRIPTS['4']!, '3': SCRIPTS['4']! });
+    const result = await runPipeline(
+      { ...s.request, overrides: { attempts: 4 } },
+      { ...s.deps, env: { ...process.env, FROGNANO_MAX_ATTEMPTS: '3' } },
+    );
+    expect(result.attempts!.map((a) => a.attempt)).toEqual([1, 2, 3]);
+  }, 120_000);
+});
