@@ -74,7 +74,8 @@ program
 Exit codes:
   0    the agent loop reached a stop reason (see summary.md; max_* reasons mean partial work)
   1    the run failed: clone, config, sandbox, setup, model endpoint (llm_query_error),
-       tool_error, or a patch the policy refuses; the reason is the last line on stderr
+       tool_error, a patch that could not be captured (capture_failed) or that the policy
+       refuses; the reason is the last line on stderr
   2    bad usage, or a pre-flight check failed (model endpoint, Docker engine): nothing ran
   130  cancelled (SIGINT or SIGTERM)`,
   )

@@ -5,6 +5,8 @@
 import { fence, fileName, inertQuote, inlineCode, literalLines, tail } from '../github/markdown.js';
 import { changesSection, trajectoryTable } from '../github/pr-body.js';
 import type { RunResult, TestResult } from '../runner/run-types.js';
+import { testPassed } from '../runner/test-report.js';
+import { reportWords } from '../github/status-comment.js';
 
 export interface SummaryMeta {
   /** The served model name the run used. */
@@ -158,7 +160,8 @@ function fileNames(paths: readonly string[]): string {
 function describeTest(test: TestResult | undefined): string {
   if (!test) return 'not run';
   if (test.timedOut) return `timed out after ${seconds(test.durationMs)}`;
-  return `${test.exitCode === 0 ? 'pass' : 'fail'} (exit ${test.exitCode}, ${seconds(test.durationMs)})`;
+  const report = test.report ? `, ${reportWords(test.report)}` : '';
+  return `${testPassed(test) ? 'pass' : 'fail'} (exit ${test.exitCode}${report}, ${seconds(test.durationMs)})`;
 }
 
 function seconds(ms: number): string {

@@ -6,6 +6,8 @@ import { loadAppConfig } from '../github/app-config.js';
 import type { IssueJob } from '../github/job.js';
 import { runOutDir } from '../github/worker.js';
 import { RunQueue, type RunState } from '../queue/queue.js';
+import type { TestResult } from '../runner/run-types.js';
+import { testPassed } from '../runner/test-report.js';
 import { queueRunListing, readRunRecord, runPageUrl, type RunSummary } from '../web/index.js';
 import { UsageError } from './solve-options.js';
 
@@ -165,10 +167,10 @@ export async function runsShowCommand(
   }
 }
 
-function testWords(test: { exitCode: number; timedOut: boolean } | undefined): string {
+function testWords(test: TestResult | undefined): string {
   if (!test) return 'not run';
   if (test.timedOut) return 'timed out';
-  return `${test.exitCode === 0 ? 'pass' : 'fail'} (exit ${test.exitCode})`;
+  return `${testPassed(test) ? 'pass' : 'fail'} (exit ${test.exitCode})`;
 }
 
 /** Issue titles and error texts come from strangers: no control characters reach the terminal. */

@@ -20,7 +20,7 @@ import { terminalText } from './terminal-text.js';
 export const SOLVE_EXIT = {
   /** The agent loop reached a stop reason; patch.diff and summary.md are written. */
   ok: 0,
-  /** The run failed: clone, config, sandbox, setup, model endpoint (llm_query_error), tool_error, or a patch the policy refuses. */
+  /** The run failed: clone, config, sandbox, setup, model endpoint (llm_query_error), tool_error, a patch that could not be captured, or a patch the policy refuses. */
   failed: 1,
   /** Bad usage or a failed pre-flight check (model endpoint, Docker engine); nothing ran. */
   usage: 2,

@@ -16,7 +16,8 @@ import {
   tail,
   textCell,
 } from './markdown.js';
-import { exitWords } from './status-comment.js';
+import { testWords } from './status-comment.js';
+import { testPassed } from '../runner/test-report.js';
 
 export const PR_BODY_LIMIT = 65_536;
 // Leave room for GitHub counting some characters differently from UTF-16 code units.
@@ -111,7 +112,7 @@ function testEvidence(result: RunResult, d: Detail): string {
       : `detected${cmd.detail ? ` (${textCell(cmd.detail, 120)})` : ''}`;
   const row = (label: string, t: TestResult | undefined) =>
     t
-      ? `| ${label} | ${exitWords(t.exitCode, t.timedOut)} | ${t.exitCode} | ${seconds(t.durationMs)} |`
+      ? `| ${label} | ${testWords(t)} | ${t.exitCode} | ${seconds(t.durationMs)} |`
       : `| ${label} | not run | – | – |`;
   const parts = [
     head,
@@ -146,8 +147,8 @@ function verdict(result: RunResult): string {
   const before = result.verifyBefore;
   const after = result.verifyAfter;
   if (!after) return '**The tests were not run after the change.**';
-  const ok = after.exitCode === 0 && !after.timedOut;
-  if (ok && before && (before.exitCode !== 0 || before.timedOut))
+  const ok = testPassed(after);
+  if (ok && before && !testPassed(before))
     return 'The tests failed before the change and pass after it.';
   if (ok)
     return 'The tests pass after the change (they passed before it too, so they may not cover the issue).';
@@ -291,7 +292,7 @@ function harnessEvidence(result: RunResult): string {
   const t = result.agentTests;
   lines.push(
     t
-      ? `The agent's own tests (the whole change, its tests and harness changes included; not the verdict): ${exitWords(t.exitCode, t.timedOut)}, exit code ${t.exitCode}, ${seconds(t.durationMs)}.`
+      ? `The agent's own tests (the whole change, its tests and harness changes included; not the verdict): ${testWords(t)}, exit code ${t.exitCode}, ${seconds(t.durationMs)}.`
       : "The agent's own tests were not run.",
   );
   if (t && t.outputTail.trim()) {

@@ -1,7 +1,8 @@
 // One status comment per issue, found by a hidden marker and edited in place, so a run never
 // floods the issue: queued (position) -> running (phase, step n/max) -> done / failed.
 import type { Logger } from 'pino';
-import type { RunPhase, RunResult } from '../runner/run-types.js';
+import type { RunPhase, RunResult, TestReport, TestResult } from '../runner/run-types.js';
+import { testPassed } from '../runner/test-report.js';
 import { redactSecrets } from '../redact.js';
 import { fence, inertQuote, inlineCode, literalLines, tail } from './markdown.js';
 import type { GitHubClient, IssueRef } from './octokit.js';
@@ -206,6 +207,11 @@ export function describeResult(run: RunResult): StatusState | undefined {
         kind: 'failed',
         reason: `the model endpoint could not be reached${result.error ? `: ${result.error}` : ''}. Check that the model server is up.`,
       };
+    case 'capture_failed':
+      return {
+        kind: 'failed',
+        reason: `the agent finished, but its change could not be read out of the sandbox: ${result.error ?? 'unknown error'}.`,
+      };
     case 'cancelled':
       return { kind: 'cancelled' };
     case 'completed':
@@ -237,13 +243,27 @@ export function verificationLine(result: RunResult): string {
   if (!result.testCommand) {
     return 'No test command was configured (`test:` in `.github/frognano.yml`) or detected, so the change is unverified.';
   }
-  const before = result.verifyBefore
-    ? exitWords(result.verifyBefore.exitCode, result.verifyBefore.timedOut)
-    : 'not run';
-  const after = result.verifyAfter
-    ? exitWords(result.verifyAfter.exitCode, result.verifyAfter.timedOut)
-    : 'not run';
+  const before = result.verifyBefore ? testWords(result.verifyBefore) : 'not run';
+  const after = result.verifyAfter ? testWords(result.verifyAfter) : 'not run';
   return `Tests ${inlineCode(result.testCommand.command)}: before ${before} → after ${after}.`;
+}
+
+/**
+ * Pass or fail for one test run: exit 0 counts only with pytest's report when one was asked
+ * for, and the report's counts (or why there is none) are shown beside the exit code.
+ */
+export function testWords(test: TestResult): string {
+  if (test.timedOut) return 'timed out';
+  const report = test.report ? `, ${reportWords(test.report)}` : '';
+  return `${testPassed(test) ? 'passed' : 'failed'} (exit ${test.exitCode}${report})`;
+}
+
+/** pytest's JUnit report in a few words (made literal: the file was the sandbox's to write). */
+export function reportWords(report: TestReport): string {
+  const words = report.present
+    ? `pytest report: ${report.tests} tests, ${report.failures} failures, ${report.errors} errors`
+    : (report.problem ?? 'no test report');
+  return literalLines(words).join(' ');
 }
 
 export function exitWords(exitCode: number, timedOut: boolean): string {

@@ -27,8 +27,13 @@ const DIFF_FLAGS =
 export interface CapturePatchOptions {
   /** A larger patch is refused rather than truncated (a cut patch would not apply). Default 64 MiB. */
   maxBytes?: number;
-  /** Per git command. Default 120 s. */
+  /** Per git command when there is no deadline. Default 120 s. */
   timeoutMs?: number;
+  /**
+   * Epoch milliseconds (Date.now()) by which the whole capture (add, diff, reset) must be
+   * done: a file the agent made huge must not hold a run long past its time limit.
+   */
+  deadline?: number;
 }
 
 /** The `git diff --binary` bytes of every change in the sandbox's repository (empty when none). */
@@ -37,21 +42,41 @@ export async function capturePatch(
   options: CapturePatchOptions = {},
 ): Promise<Buffer> {
   const maxBytes = options.maxBytes ?? 64 * 1024 * 1024;
-  const timeoutMs = options.timeoutMs ?? 120_000;
+  const perCommandMs = options.timeoutMs ?? 120_000;
+  const { deadline } = options;
+  const timeoutMs = (): number =>
+    deadline === undefined ? perCommandMs : Math.min(perCommandMs, deadline - Date.now());
   const env = { GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0', GIT_PAGER: 'cat' };
+  const onDeadline = deadline !== undefined;
 
-  await run(sandbox, `${GIT} add -A`, { timeoutMs, env });
-  let diff: ExecResult;
+  if (timeoutMs() <= 0) {
+    throw new SandboxFailure("patch capture: no time was left before the run's deadline");
+  }
+  let diff: ExecResult | undefined;
+  let failure: unknown;
   try {
+    await run(sandbox, `${GIT} add -A`, { timeoutMs: timeoutMs(), env, onDeadline });
     diff = await run(sandbox, `${GIT} diff ${DIFF_FLAGS}`, {
-      timeoutMs,
+      timeoutMs: timeoutMs(),
       env,
+      onDeadline,
       maxOutputBytes: maxBytes,
     });
-  } finally {
-    // Unstage even when the diff failed, so the tree is left as the agent made it.
-    await run(sandbox, `${GIT} reset -q --mixed HEAD`, { timeoutMs, env });
+  } catch (error) {
+    failure = error;
   }
+  // Unstage even when add or diff failed, so the tree is left as the agent made it; past the
+  // deadline it gets a few seconds at most. The first failure is the one worth reporting.
+  try {
+    await run(sandbox, `${GIT} reset -q --mixed HEAD`, {
+      timeoutMs: Math.max(timeoutMs(), RESET_FLOOR_MS),
+      env,
+      onDeadline,
+    });
+  } catch (error) {
+    failure ??= error;
+  }
+  if (failure !== undefined || diff === undefined) throw failure;
   if (diff.stdoutDroppedChars > 0) {
     throw new SandboxFailure(
       `the patch is larger than ${maxBytes} bytes; refusing to capture a truncated patch`,
@@ -60,18 +85,36 @@ export async function capturePatch(
   return diff.stdout;
 }
 
+/** How long the unstaging step may take once the deadline has passed. */
+const RESET_FLOOR_MS = 3000;
+
 async function run(
   sandbox: Sandbox,
   command: string,
-  options: { timeoutMs: number; env: Record<string, string>; maxOutputBytes?: number },
+  options: {
+    timeoutMs: number;
+    env: Record<string, string>;
+    onDeadline: boolean;
+    maxOutputBytes?: number;
+  },
 ): Promise<ExecResult> {
+  // A timeout of zero or less would mean no timeout at all to some sandboxes.
+  if (options.timeoutMs <= 0) {
+    throw new SandboxFailure(
+      `patch capture: no time was left for \`${shortName(command)}\` before the run's deadline`,
+    );
+  }
   const result = await sandbox.exec(command, {
     timeoutMs: options.timeoutMs,
     env: options.env,
     maxOutputBytes: options.maxOutputBytes ?? 64 * 1024,
   });
   if (result.timedOut) {
-    throw new SandboxFailure(`patch capture: \`${shortName(command)}\` timed out`);
+    throw new SandboxFailure(
+      options.onDeadline
+        ? `patch capture: \`${shortName(command)}\` did not finish before the run's deadline`
+        : `patch capture: \`${shortName(command)}\` timed out`,
+    );
   }
   if (result.exitCode !== 0) {
     const stderr = result.stderr.toString('utf8').trim().split('\n').slice(-3).join(' ');

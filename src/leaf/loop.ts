@@ -122,6 +122,11 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * returns its timed-out observation well within this.
  */
 export const TOOL_DEADLINE_GRACE_MS = 2000;
+/**
+ * How long past the run's deadline the patch capture may still take: enough for git on an
+ * ordinary repository, not for hashing a file the agent blew up to many gigabytes.
+ */
+export const CAPTURE_DEADLINE_GRACE_MS = 20_000;
 
 /** §5: the error text reads like a context overflow. */
 export function isContextOverflowError(text: string): boolean {
@@ -386,7 +391,17 @@ export async function runLeaf(options: LeafRunOptions): Promise<LeafRunResult> {
     // Record the stop before the (possibly slow) capture, so a crash there loses nothing else.
     await checkpoint(tail(final, { status: 'running', patch: null, patchError: null }));
     try {
-      patchBytes = await capturePatch(sandbox);
+      patchBytes = await capturePatch(
+        sandbox,
+        limits.timeBudgetMs === undefined
+          ? {}
+          : {
+              deadline:
+                Date.now() +
+                Math.max(0, limits.timeBudgetMs - elapsedMs()) +
+                CAPTURE_DEADLINE_GRACE_MS,
+            },
+      );
       patchText = patchBytes.toString('utf8');
     } catch (error) {
       patchError = describeError(error);

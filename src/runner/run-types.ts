@@ -70,6 +70,23 @@ export interface TestResult {
   /** The last few KB of combined output. */
   outputTail: string;
   durationMs: number;
+  /**
+   * pytest's JUnit XML report, when the command is a pytest invocation it could be asked of
+   * (src/runner/test-report.ts): a run counts as passed only with a report that has tests and
+   * no failures or errors. Absent for other commands.
+   */
+  report?: TestReport;
+}
+
+export interface TestReport {
+  /** The report existed and parsed as JUnit XML. */
+  present: boolean;
+  tests: number;
+  failures: number;
+  errors: number;
+  skipped: number;
+  /** Why the run does not count as passed by its report; absent when the report is clean. */
+  problem?: string;
 }
 
 export interface PolicyViolation {
@@ -86,6 +103,7 @@ export type RunOutcome =
   | 'sandbox_limit' // the disk guard stopped the sandbox (FROGNANO_SANDBOX_DISK, FROGNANO_DISK_FLOOR)
   | 'setup_failed'
   | 'model_unreachable'
+  | 'capture_failed' // the loop ended but its patch could not be read out of the sandbox
   | 'cancelled';
 
 export interface StepSummary {

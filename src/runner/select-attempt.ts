@@ -7,6 +7,7 @@
 //   5. the smaller change, then fewer steps, then the lower attempt number.
 import type { TestResult } from './run-types.js';
 import { parseTestCounts } from './test-counts.js';
+import { testPassed } from './test-report.js';
 
 export interface AttemptEvidence {
   attempt: number;
@@ -129,7 +130,7 @@ function testsVerdict(
   before: TestResult | undefined,
 ): { verdict: TestsVerdict; text: string } {
   if (!after) return { verdict: 'not run', text: 'not run' };
-  if (after.exitCode === 0 && !after.timedOut) return { verdict: 'pass', text: 'pass' };
+  if (testPassed(after)) return { verdict: 'pass', text: 'pass' };
   if (after.timedOut) return { verdict: 'fail', text: 'timed out' };
   const now = parseTestCounts(after.outputTail);
   const then = before ? parseTestCounts(before.outputTail) : undefined;
@@ -145,12 +146,12 @@ function ownTestsVerdict(e: AttemptEvidence, before: TestResult | undefined): Ow
   // Fails on the original: more failing than the original tree had, or failing at all when it
   // passed.
   const failsBefore =
-    without.exitCode !== 0 &&
-    (before?.exitCode === 0 ||
+    !testPassed(without) &&
+    ((before !== undefined && testPassed(before)) ||
       (failed(without) ?? 0) > (before ? (failed(before) ?? Infinity) : 0));
   // Passes on the patched tree: passes, or fails no more than the repository's own tests do.
   const passesAfter =
-    (withFix.exitCode === 0 && !withFix.timedOut) ||
+    testPassed(withFix) ||
     (verifyAfter !== undefined &&
       failed(withFix) !== undefined &&
       failed(withFix)! <= (failed(verifyAfter) ?? -1));

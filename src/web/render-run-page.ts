@@ -2,6 +2,7 @@
 // entirely on the server. Every string a model, a tool or an issue wrote goes through `text()`.
 import type { TrajectoryStep } from '../leaf/trajectory.js';
 import type { TestResult } from '../runner/run-types.js';
+import { testPassed } from '../runner/test-report.js';
 import { highlightLine, languageOf } from './highlight.js';
 import { escapeHtml, formatCount, formatDuration, jsonForScript, safeHref, text } from './html.js';
 import { PAGE_SCRIPT, PAGE_STYLE, runPageCsp } from './page-assets.js';
@@ -309,8 +310,9 @@ function renderEvidence(data: RunPageData): string {
   }
   const row = (label: string, r: TestResult | undefined) => {
     if (!r) return `<tr><th>${label}</th><td colspan="3">not run</td></tr>`;
-    const verdict = r.timedOut ? 'timed out' : r.exitCode === 0 ? 'pass' : 'fail';
-    const cls = r.exitCode === 0 && !r.timedOut ? 'ok' : 'bad';
+    // Exit 0 without pytest's report (when one was asked for) is not a pass.
+    const verdict = r.timedOut ? 'timed out' : testPassed(r) ? 'pass' : 'fail';
+    const cls = testPassed(r) ? 'ok' : 'bad';
     return `<tr><th>${label}</th><td><span class="badge ${cls}">${verdict}</span></td><td>exit ${r.exitCode}</td><td>${formatDuration(r.durationMs)}</td></tr>`;
   };
   const tails = (

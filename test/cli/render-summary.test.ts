@@ -69,6 +69,31 @@ describe('renderSummary', () => {
 });
 
 describe('renderSummary: the patch beyond its diff', () => {
+  it('says "fail" for an exit 0 without pytest\'s report, and shows the report counts', () => {
+    const summary = renderSummary(
+      runResult({
+        verifyBefore: {
+          ...runResult().verifyBefore!,
+          report: { present: true, tests: 2, failures: 1, errors: 0, skipped: 0, problem: 'x' },
+        },
+        verifyAfter: {
+          ...runResult().verifyAfter!,
+          report: {
+            present: false,
+            tests: 0,
+            failures: 0,
+            errors: 0,
+            skipped: 0,
+            problem: 'no test report: the test process exited before pytest wrote its report',
+          },
+        },
+      }),
+    );
+    expect(summary).toContain(
+      '- Before: fail (exit 1, pytest report: 2 tests, 1 failures, 0 errors, 0.8s)\n- After: fail (exit 0, no test report: the test process exited before pytest wrote its report, 0.6s)',
+    );
+  });
+
   it("says beside the verdict that the harness changed, and shows the agent's own tests apart", () => {
     const after = runResult().verifyAfter!;
     const summary = renderSummary(

@@ -261,6 +261,23 @@ describe('frognano solve --sandbox local', () => {
     expect(summary).toContain('Exit reason: llm_query_error');
   });
 
+  it('exits 1 with the reason last when the patch cannot be captured', async () => {
+    const repo = createPythonRepo(work);
+    model = await startScriptedModelServer({
+      script: [toolCall('Bash', { command: 'rm -rf .git' }), finalAnswer('Done.')],
+    });
+    const run = await runCli(quickLocalSolve(repo.dir), {
+      FROGNANO_MODEL_URL: model.baseUrl,
+      FROGNANO_DATA_DIR: path.join(work, 'data'),
+    });
+    expect(run.code, run.stderr).toBe(1);
+    expect(run.stderr.trim().split('\n').at(-1)).toMatch(
+      /^\[frognano\] failed \(capture_failed\): the patch could not be captured: patch capture: `git add` failed with exit code 128: .*; details in .*summary\.md$/,
+    );
+    const summary = await readFile(path.join(work, 'o', 'summary.md'), 'utf8');
+    expect(summary).toContain('- Outcome: capture_failed (the patch could not be captured');
+  });
+
   it("exits 1 on a setup failure, shows setup's output in summary.md, and clears only an earlier run's files from --out", async () => {
     const repo = createPythonRepo(work, {
       '.github/frognano.yml':

@@ -295,6 +295,49 @@ describe('renderPrBody: what git made of the patch', () => {
     expect(body).toContain('café.py | +1 -0\ndocs b/innocent.md | +2 -0\n2 files changed, +3 -0');
   });
 
+  it("does not call an exit 0 without pytest's report a pass, and shows the report beside the evidence", () => {
+    const result = runResult({
+      verifyBefore: {
+        ...runResult().verifyBefore!,
+        report: { present: true, tests: 2, failures: 1, errors: 0, skipped: 0, problem: 'x' },
+      },
+      verifyAfter: {
+        ...runResult().verifyAfter!,
+        outputTail: '',
+        report: {
+          present: false,
+          tests: 0,
+          failures: 0,
+          errors: 0,
+          skipped: 0,
+          problem: 'no test report: the test process exited before pytest wrote its report',
+        },
+      },
+    });
+    const body = renderPrBody({ result, issueNumber: 1, triggeredBy: 'a' });
+    expect(body).toContain(
+      '| before | failed (exit 1, pytest report: 2 tests, 1 failures, 0 errors) | 1 | 0.8 s |',
+    );
+    expect(body).toContain(
+      '| after | failed (exit 0, no test report: the test process exited before pytest wrote its report) | 0 | 0.6 s |',
+    );
+    expect(body).toContain('**The tests do not pass after the change.**');
+    const clean = renderPrBody({
+      result: runResult({
+        verifyAfter: {
+          ...runResult().verifyAfter!,
+          report: { present: true, tests: 2, failures: 0, errors: 0, skipped: 0 },
+        },
+      }),
+      issueNumber: 1,
+      triggeredBy: 'a',
+    });
+    expect(clean).toContain(
+      '| after | passed (exit 0, pytest report: 2 tests, 0 failures, 0 errors) | 0 | 0.6 s |',
+    );
+    expect(clean).toContain('The tests failed before the change and pass after it.');
+  });
+
   it("says next to the evidence that the harness changed, and shows the agent's own tests apart", () => {
     const result = runResult({
       verifyAfter: { ...runResult().verifyAfter!, exitCode: 1, outputTail: '1 failed, 1 passed' },

@@ -7,6 +7,7 @@ import {
   renderStatus,
   STATUS_MARKER,
   StatusReporter,
+  verificationLine,
 } from '../../src/github/status-comment.js';
 import { Probot } from 'probot';
 import type { GitHubClient } from '../../src/github/octokit.js';
@@ -185,6 +186,46 @@ describe('describeResult', () => {
       expect(text).toContain('tool helper died');
       expect(text).not.toMatch(/@everyone|#1\b|!\[x\]\(|<img/);
     }
+  });
+
+  it('fails a run whose patch could not be captured, with the reason', () => {
+    const state = describeResult(
+      runResult({
+        outcome: 'capture_failed',
+        patch: '',
+        error:
+          "the patch could not be captured: patch capture: `git add` did not finish before the run's deadline",
+      }),
+    );
+    expect(state).toMatchObject({ kind: 'failed' });
+    expect(renderStatus(state!)).toContain(
+      "its change could not be read out of the sandbox: the patch could not be captured: patch capture: \\`git add\\` did not finish before the run's deadline.",
+    );
+  });
+
+  it("says a pytest run without its report failed, and shows the report's counts", () => {
+    const line = verificationLine(
+      runResult({
+        verifyBefore: {
+          ...runResult().verifyBefore!,
+          report: { present: true, tests: 2, failures: 1, errors: 0, skipped: 0, problem: 'x' },
+        },
+        verifyAfter: {
+          ...runResult().verifyAfter!,
+          report: {
+            present: false,
+            tests: 0,
+            failures: 0,
+            errors: 0,
+            skipped: 0,
+            problem: 'no test report: the test process exited before pytest wrote its report',
+          },
+        },
+      }),
+    );
+    expect(line).toBe(
+      'Tests `python -m pytest -q`: before failed (exit 1, pytest report: 2 tests, 1 failures, 0 errors) → after failed (exit 0, no test report: the test process exited before pytest wrote its report).',
+    );
   });
 
   it('never shows a registered secret, whichever error text carries it', () => {

@@ -116,6 +116,30 @@ describe('capturePatch', () => {
     await expect(capturePatch(sandbox)).rejects.toThrow(/`git add` failed with exit code 128/);
   });
 
+  it('keeps to the deadline it is given: a huge file does not hold the capture past it', async () => {
+    sandbox = await createLocalSandbox({ sourceDir: repoDir });
+    // A sparse file git would spend minutes hashing and compressing.
+    execFileSync('truncate', ['-s', '20G', path.join(sandbox.workdir, 'sparse')]);
+    const started = Date.now();
+    const failure = await capturePatch(sandbox, { deadline: started + 1500 }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(SandboxFailure);
+    expect(String(failure)).toMatch(/did not finish before the run's deadline/);
+    // the add, its reset, nothing more: no fixed 120 s per command
+    expect(Date.now() - started).toBeLessThan(15_000);
+  });
+
+  it('does not start git when the deadline has already passed', async () => {
+    sandbox = await createLocalSandbox({ sourceDir: repoDir });
+    await writeFile(path.join(sandbox.workdir, 'a.txt'), 'changed\n');
+    await expect(capturePatch(sandbox, { deadline: Date.now() - 1 })).rejects.toThrow(
+      /no time was left before the run's deadline/,
+    );
+    expect(git(sandbox.workdir, 'diff', '--cached', '--name-only')).toBe('');
+  });
+
   it('refuses a patch over the size cap instead of truncating it', async () => {
     sandbox = await createLocalSandbox({ sourceDir: repoDir });
     await writeFile(path.join(sandbox.workdir, 'big.txt'), 'x'.repeat(5000));

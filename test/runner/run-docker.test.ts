@@ -18,6 +18,8 @@ import { connectDocker } from '../../src/sandbox/docker-engine.js';
 import { DEFAULT_SANDBOX_IMAGE, LABEL_RUN } from '../../src/sandbox/docker-sandbox.js';
 import { runPipeline, type PipelineDeps } from '../../src/runner/run.js';
 import type { RunRequest } from '../../src/runner/run-types.js';
+import { testPassed } from '../../src/runner/test-report.js';
+import { renderSummary } from '../../src/commands/render-summary.js';
 import {
   SNAPSHOT_KEY_LABEL,
   SNAPSHOT_LABEL,
@@ -217,6 +219,73 @@ describeDocker('runPipeline with the Docker sandbox', () => {
       // The forgery works on its own terms, and is reported as the agent's, not as the verdict.
       expect(result.agentTests).toMatchObject({ exitCode: 0 });
       expect(result.patchFacts!.harnessFiles).toEqual(['conftest.py']);
+    } finally {
+      await m.close();
+    }
+    expect(await labelledContainers(runId)).toEqual([]);
+  });
+
+  it('a huge file cannot hold the patch capture past the run deadline; the run fails as capture_failed', async () => {
+    const repo = createPythonRepo(mkdtempSync(path.join(root, 'huge-')));
+    const m = await deps([
+      toolCall('Bash', { command: 'truncate -s 50G /testbed/sparse && echo made' }),
+      finalAnswer('Done.'),
+    ]);
+    const runId = `t-docker-huge-${Date.now()}`;
+    const started = Date.now();
+    try {
+      const result = await runPipeline(
+        {
+          ...request(repo.dir, runId, path.join(root, 'out-huge')),
+          overrides: { timeoutMinutes: 0.1 },
+        },
+        m.deps,
+      );
+      expect(result.outcome).toBe('capture_failed');
+      expect(result.error).toMatch(
+        /^the patch could not be captured: patch capture: `git add` did not finish before the run's deadline$/,
+      );
+      expect(result.verifyAfter).toBeUndefined();
+      // 6 s of budget and 20 s of grace, not 120 s per git command
+      expect(Date.now() - started).toBeLessThan(100_000);
+    } finally {
+      await m.close();
+    }
+    expect(await labelledContainers(runId)).toEqual([]);
+  });
+
+  it('source code that exits 0 once pytest imports it yields "after: fail": no test report', async () => {
+    const repo = createPythonRepo(mkdtempSync(path.join(root, 'exit0-')));
+    const m = await deps([
+      toolCall('Edit', {
+        file_path: 'calc.py',
+        old_string: 'return a - b',
+        new_string: 'return a - b\n\n\nimport os, sys\nif "pytest" in sys.modules: os._exit(0)',
+      }),
+      finalAnswer('Fixed.'),
+    ]);
+    const runId = `t-docker-exit0-${Date.now()}`;
+    try {
+      const result = await runPipeline(
+        request(repo.dir, runId, path.join(root, 'out-exit0')),
+        m.deps,
+      );
+      expect(result.outcome).toBe('completed');
+      expect(result.verifyBefore).toMatchObject({
+        exitCode: 1,
+        report: { present: true, tests: 2, failures: 1, errors: 0 },
+      });
+      expect(result.verifyAfter).toMatchObject({
+        exitCode: 0,
+        report: {
+          present: false,
+          problem: 'no test report: the test process exited before pytest wrote its report',
+        },
+      });
+      expect(testPassed(result.verifyAfter!)).toBe(false);
+      expect(renderSummary(result)).toContain(
+        '- After: fail (exit 0, no test report: the test process exited before pytest wrote its report',
+      );
     } finally {
       await m.close();
     }

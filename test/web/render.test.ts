@@ -103,6 +103,33 @@ describe('runPageData and liveUpdate', () => {
     expect(data.steps).toBe(3);
   });
 
+  it("shows an exit 0 without pytest's report as a fail", () => {
+    const page = renderRunPage(
+      runPageData({
+        runId: 'r1',
+        repo: 'o/r',
+        issue: { number: 3, title: 't' },
+        trajectory: generateTrajectory({ steps: 2, tokens: 500 }),
+        result: runResult({
+          verifyAfter: {
+            ...runResult().verifyAfter!,
+            report: {
+              present: false,
+              tests: 0,
+              failures: 0,
+              errors: 0,
+              skipped: 0,
+              problem: 'no test report: the test process exited before pytest wrote its report',
+            },
+          },
+        }),
+      }),
+    );
+    expect(page).toMatch(
+      /<th>after<\/th><td><span class="badge bad">fail<\/span><\/td><td>exit 0<\/td>/,
+    );
+  });
+
   it('builds one tab per attempt of a run with several, the winner marked, each with its reason', () => {
     const one = generateTrajectory({ steps: 4, tokens: 2000 });
     const two = generateTrajectory({ steps: 2, tokens: 1000 });

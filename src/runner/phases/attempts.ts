@@ -159,7 +159,14 @@ async function runAttempt(
     return;
   }
   if (leaf.error) attempt.error = leaf.error;
-  if (leaf.patchError) attempt.error = `the patch could not be captured: ${leaf.patchError}`;
+  // Without its patch the attempt has nothing to verify or publish: a failure, never
+  // `completed` (with one attempt, the run's outcome).
+  if (leaf.patchError) {
+    attempt.failure = {
+      outcome: 'capture_failed',
+      error: `the patch could not be captured: ${leaf.patchError}`,
+    };
+  }
 }
 
 /** leaf-protocol.md §1: the issue, then (only if present) a blank line and each extra guidance. */

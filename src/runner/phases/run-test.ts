@@ -8,6 +8,7 @@ import {
   tail,
 } from '../command-output.js';
 import type { TestResult } from '../run-types.js';
+import { pytestReportCommand, readReport, reportPath } from '../test-report.js';
 
 export const DEFAULT_TEST_TIMEOUT_MS = 10 * 60_000;
 
@@ -19,7 +20,11 @@ export async function runTest(
   phase: TestPhase,
   options: { timeoutMs?: number; signal: AbortSignal },
 ): Promise<TestResult> {
-  const run = await sandbox.exec(combinedOutput(test.command), {
+  // pytest is asked for its JUnit report, so an exit 0 from a process that quit before
+  // pytest ran anything does not read as a pass.
+  const report = reportPath();
+  const reported = pytestReportCommand(test.command, report);
+  const run = await sandbox.exec(combinedOutput(reported ?? test.command), {
     timeoutMs: options.timeoutMs ?? DEFAULT_TEST_TIMEOUT_MS,
     signal: options.signal,
     maxOutputBytes: COMMAND_OUTPUT_BYTES,
@@ -35,5 +40,8 @@ export async function runTest(
     timedOut: run.timedOut,
     outputTail: tail(combined(run), OUTPUT_TAIL_CHARS),
     durationMs: Math.round(run.durationMs),
+    ...(reported === undefined
+      ? {}
+      : { report: await readReport(sandbox, report, options.signal) }),
   };
 }
