@@ -14,7 +14,7 @@ const RETRY_HINT =
 
 export type StatusState =
   | { kind: 'queued'; position: number; requeued?: boolean }
-  | { kind: 'running'; phase: RunPhase; step?: number; maxSteps?: number }
+  | { kind: 'running'; phase: RunPhase; step?: number; maxSteps?: number; retried?: boolean }
   | { kind: 'done'; prUrl: string; prNumber: number; partial: boolean; verified?: string }
   | { kind: 'no-change'; finalMessage: string; reason: string }
   | { kind: 'failed'; reason: string; detail?: string }
@@ -55,6 +55,12 @@ export function renderStatus(
           ? ` (step ${state.step}/${state.maxSteps})`
           : '';
       lines.push(`🐸 **frognano**: running: ${PHASE_WORDS[state.phase]}${step}.`);
+      if (state.retried) {
+        lines.push(
+          '',
+          'The previous attempt was interrupted (a restart, or its worker was lost); this is the last try.',
+        );
+      }
       lines.push('', 'Comment `/frognano cancel` to stop it.');
       break;
     }

@@ -1,12 +1,12 @@
 // Workers: take a queued run, drive the pipeline, keep the status comment truthful, publish the
 // draft PR, finish the record. All GitHub traffic of a run stays within its REST budget.
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { RunQueue, RunRecord } from '../queue/queue.js';
+import type { Queue, RunRecord } from '../queue/types.js';
 import type { RunProgress, RunRequest, RunResult, SandboxKind } from '../runner/run-types.js';
 import { redactSecrets, registerSecret } from '../redact.js';
-import { STATUS_COMMENT_NOTE, statusCommentId, triggerWords } from './intake.js';
+import { STATUS_COMMENT_NOTE, triggerWords } from './intake.js';
 import type { IssueJob } from './job.js';
 import type { KeyedLock } from './keyed-lock.js';
 import type { GitHubClient } from './octokit.js';
@@ -25,7 +25,7 @@ import { issueKey } from './triggers.js';
 export type RunPipelineFn = (request: RunRequest) => Promise<RunResult>;
 
 export interface WorkerDeps {
-  queue: RunQueue<IssueJob>;
+  queue: Queue<IssueJob>;
   auth: (installationId: number) => Promise<GitHubClient>;
   /**
    * A fresh installation token (one REST call). Through the App's client, so it honours the
@@ -47,6 +47,8 @@ export interface WorkerDeps {
   /** How often workers look for queued runs and cancel flags (other processes may write them). */
   pollMs?: number;
   git?: GitRunner;
+  /** How long a run's trajectory is kept in a shared queue for serve to show (default 14 days). */
+  artifactTtlSeconds?: number;
 }
 
 /** REST calls kept back for the push (token), PR lookup/create, review request and final status. */
@@ -62,46 +64,88 @@ export class WorkerPool {
   #timer: NodeJS.Timeout | undefined;
   #stopped = true;
   #idleWaiters: (() => void)[] = [];
+  #kicking: Promise<void> | undefined;
+  #kickAgain = false;
+  #polling: Promise<void> | undefined;
+  #reapOrphans: ((liveRunIds: string[]) => Promise<void>) | undefined;
 
   constructor(private readonly deps: WorkerDeps) {}
 
   start(): void {
     this.#stopped = false;
-    const poll = () => {
+    let sweeps = 0;
+    const poll = async () => {
       this.kick();
       for (const [runId, { controller }] of this.#running) {
-        if (!controller.signal.aborted && this.deps.queue.isCancelRequested(runId))
+        if (!controller.signal.aborted && (await this.deps.queue.isCancelRequested(runId)))
           controller.abort();
       }
+      // A shared queue loses runs with their workers at any time, not only before a start:
+      // every few polls, runs BullMQ found stalled are requeued or failed and their issues told.
+      if (this.deps.queue.kind === 'bullmq' && ++sweeps % 3 === 0 && this.#reapOrphans) {
+        await this.recover(this.#reapOrphans, { reap: false });
+      }
     };
-    this.#timer = setInterval(poll, this.deps.pollMs ?? 2000);
+    this.#timer = setInterval(() => {
+      if (this.#polling) return;
+      this.#polling = poll()
+        .catch((error: unknown) => this.deps.log.warn({ err: error }, 'worker poll failed'))
+        .finally(() => (this.#polling = undefined));
+    }, this.deps.pollMs ?? 2000);
     this.#timer.unref?.();
     this.kick();
   }
 
-  /** Claims as many queued runs as the global concurrency allows. */
+  /** Claims as many queued runs as the concurrency allows (calls coalesce). */
   kick(): void {
     if (this.#stopped) return;
-    for (let run = this.deps.queue.claim(); run; run = this.deps.queue.claim()) {
-      const claimed = run;
-      const controller = new AbortController();
-      const done = this.#process(claimed, controller.signal)
-        .catch((error: unknown) => {
-          this.deps.log.error({ err: error, runId: claimed.id }, 'run crashed');
-          this.deps.queue.finish(claimed.id, 'failed', {
-            outcome: 'internal_error',
-            summary: String(error),
-          });
-        })
-        .finally(() => {
-          this.#running.delete(claimed.id);
-          this.kick();
-          this.#notifyIdle();
-        });
-      this.#running.set(claimed.id, { controller, done });
-      if (this.#stopped) break;
+    if (this.#kicking) {
+      this.#kickAgain = true;
+      return;
     }
-    this.#notifyIdle();
+    this.#kicking = this.#claimAll()
+      .catch((error: unknown) => this.deps.log.error({ err: error }, 'claiming runs failed'))
+      .finally(() => {
+        this.#kicking = undefined;
+        if (this.#kickAgain) {
+          this.#kickAgain = false;
+          this.kick();
+        } else {
+          this.#notifyIdle();
+        }
+      });
+  }
+
+  async #claimAll(): Promise<void> {
+    do {
+      this.#kickAgain = false;
+      for (let run = await this.#claim(); run; run = await this.#claim()) {
+        const claimed = run;
+        const controller = new AbortController();
+        const done = this.#process(claimed, controller.signal)
+          .catch(async (error: unknown) => {
+            this.deps.log.error({ err: error, runId: claimed.id }, 'run crashed');
+            await this.deps.queue.finish(claimed.id, 'failed', {
+              outcome: 'internal_error',
+              summary: String(error),
+            });
+          })
+          .catch((error: unknown) => this.deps.log.error({ err: error }, 'finishing failed'))
+          .finally(() => {
+            this.#running.delete(claimed.id);
+            this.kick();
+            this.#notifyIdle();
+          });
+        this.#running.set(claimed.id, { controller, done });
+      }
+    } while (this.#kickAgain && !this.#stopped);
+  }
+
+  #claim(): Promise<RunRecord<IssueJob> | undefined> {
+    if (this.#stopped || this.#running.size >= this.deps.queue.concurrency) {
+      return Promise.resolve(undefined);
+    }
+    return this.deps.queue.claim();
   }
 
   /** Aborts a run of this process; false when it does not run here. */
@@ -117,15 +161,21 @@ export class WorkerPool {
   }
 
   /** Resolves when this process runs nothing and nothing it could take is queued. */
-  idle(): Promise<void> {
-    if (this.#isIdle()) return Promise.resolve();
-    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  async idle(): Promise<void> {
+    while (!(await this.#isIdle())) {
+      await new Promise<void>((resolve) => {
+        this.#idleWaiters.push(resolve);
+        setTimeout(resolve, 50).unref?.();
+      });
+    }
   }
 
   /** Stops taking runs and aborts those in flight (their records end cancelled or failed). */
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearInterval(this.#timer);
+    await this.#kicking;
+    await this.#polling;
     for (const { controller } of this.#running.values()) controller.abort();
     await Promise.all([...this.#running.values()].map((r) => r.done));
   }
@@ -133,34 +183,45 @@ export class WorkerPool {
   /**
    * At start, before taking runs: runs left `running` by a dead process are requeued once or
    * failed, whatever they left behind is reaped, and their issues are told what happened.
+   * With a shared queue it runs again now and then (runs of workers on other hosts).
    */
   async recover(
     reapOrphans: (liveRunIds: string[]) => Promise<void>,
+    options: { reap?: boolean } = {},
   ): Promise<{ requeued: number; failed: number }> {
     const { deps } = this;
-    const { requeued, failed } = deps.queue.recoverInterrupted();
-    await reapOrphans(this.runningIds);
+    this.#reapOrphans = reapOrphans;
+    const { requeued, failed } = await deps.queue.recoverInterrupted();
+    if (options.reap !== false) await reapOrphans(this.runningIds);
+    const lostWhat =
+      deps.queue.kind === 'bullmq'
+        ? 'its worker was lost (a crash, a kill or a host going away)'
+        : 'by a restart of the app (a crash or a deployment)';
     for (const run of [...requeued, ...failed]) {
       const budget = new RestBudget(undefined, run.restCalls);
       try {
         const octokit = budget.attach(await deps.auth(run.job.installationId));
         const state: StatusState =
           run.state === 'queued'
-            ? { kind: 'queued', position: deps.queue.position(run.id) ?? 1, requeued: true }
+            ? {
+                kind: 'queued',
+                position: (await deps.queue.position(run.id)) ?? 1,
+                requeued: true,
+              }
             : run.state === 'cancelled'
               ? { kind: 'cancelled' }
               : {
                   kind: 'failed',
-                  reason: `the run was interrupted ${run.attempts} times by a restart of the app (a crash or a deployment), so it was given up. Nothing was published.`,
+                  reason: `the run was interrupted ${run.attempts} times: ${lostWhat}, so it was given up. Nothing was published.`,
                 };
-        const reporter = this.#statusReporter(run, octokit, budget, {
+        const reporter = await this.#statusReporter(run, octokit, budget, {
           throttleMs: 0,
           reserve: 0,
           log: deps.log,
         });
         await reporter.finish(state);
       } finally {
-        deps.queue.addRestCalls(run.id, budget.spent);
+        await deps.queue.addRestCalls(run.id, budget.spent);
       }
     }
     if (requeued.length + failed.length > 0) {
@@ -168,18 +229,17 @@ export class WorkerPool {
         { requeued: requeued.length, failed: failed.length },
         'recovered interrupted runs',
       );
+      this.kick();
     }
     return { requeued: requeued.length, failed: failed.length };
   }
 
-  #isIdle(): boolean {
-    return (
-      this.#running.size === 0 && (this.#stopped || this.deps.queue.list('queued').length === 0)
-    );
+  async #isIdle(): Promise<boolean> {
+    if (this.#running.size > 0 || this.#kicking) return false;
+    return this.#stopped || (await this.deps.queue.list('queued')).length === 0;
   }
 
   #notifyIdle(): void {
-    if (!this.#isIdle()) return;
     const waiters = this.#idleWaiters.splice(0);
     for (const w of waiters) w();
   }
@@ -188,22 +248,39 @@ export class WorkerPool {
    * The issue's status comment for this run: its id shared with intake through the queue, its
    * writes under the issue's lock.
    */
-  #statusReporter(
+  async #statusReporter(
     run: RunRecord<IssueJob>,
     octokit: GitHubClient,
     budget: RestBudget,
     options: Pick<StatusReporterOptions, 'throttleMs' | 'reserve' | 'log'>,
-  ): StatusReporter {
+    onWrite?: () => Promise<void>,
+  ): Promise<StatusReporter> {
     const { queue, lock } = this.deps;
     const { job } = run;
     const key = issueKey(job);
+    // Shared with intake (maybe on another host) through the queue: read afresh before each write.
+    const note = async () => {
+      const value = await queue.getNote(key, STATUS_COMMENT_NOTE);
+      return value ? Number(value) : undefined;
+    };
+    let commentId = await note();
+    let saving: Promise<void> = Promise.resolve();
     return new StatusReporter({
       ...options,
       octokit,
       issue: { owner: job.owner, repo: job.repo, issueNumber: job.issueNumber },
-      commentId: () => statusCommentId(queue, key),
-      onCommentId: (id) => queue.setNote(key, STATUS_COMMENT_NOTE, String(id)),
-      serialize: (write) => lock.run(key, write),
+      commentId: () => commentId,
+      onCommentId: (id) => {
+        commentId = id;
+        saving = queue.setNote(key, STATUS_COMMENT_NOTE, String(id));
+      },
+      serialize: (write) =>
+        lock.run(key, async () => {
+          commentId = await note();
+          await onWrite?.();
+          await write();
+          await saving;
+        }),
       budget,
       meta: { runId: run.id, trigger: triggerWords(job) },
     });
@@ -216,13 +293,21 @@ export class WorkerPool {
       runId: record.id,
       issue: `${job.owner}/${job.repo}#${job.issueNumber}`,
     });
-    const budget = new RestBudget(undefined, () => deps.queue.get(record.id)?.restCalls ?? 0);
+    // Calls intake made for this run (maybe still recording them): refreshed before each status write.
+    let before = record.restCalls;
+    const budget = new RestBudget(undefined, () => before);
     const octokit = budget.attach(await deps.auth(job.installationId));
-    const status = this.#statusReporter(record, octokit, budget, {
-      throttleMs: deps.statusThrottleMs,
-      reserve: PUBLISH_RESERVE,
-      log,
-    });
+    const status = await this.#statusReporter(
+      record,
+      octokit,
+      budget,
+      { throttleMs: deps.statusThrottleMs, reserve: PUBLISH_RESERVE, log },
+      async () => {
+        before = (await deps.queue.get(record.id))?.restCalls ?? before;
+      },
+    );
+    // A run taken up again after its first attempt was lost says so while it runs.
+    const retried = record.attempts > 1 ? true : undefined;
     const mintToken = async (): Promise<string> => {
       // Made with the App's own client, outside this run's request hook: counted by hand.
       budget.spend();
@@ -238,7 +323,7 @@ export class WorkerPool {
     let state: 'done' | 'failed' | 'cancelled' = 'failed';
     let outcome: string;
     try {
-      status.update({ kind: 'running', phase: 'clone' });
+      status.update({ kind: 'running', phase: 'clone', retried });
       let maxSteps: number | undefined;
       const onProgress = (event: RunProgress) => {
         if (event.kind === 'phase') {
@@ -247,6 +332,7 @@ export class WorkerPool {
             phase: event.phase,
             step: event.phase === 'agent' ? 0 : undefined,
             maxSteps,
+            retried,
           });
         } else {
           maxSteps = event.maxSteps;
@@ -255,6 +341,7 @@ export class WorkerPool {
             phase: 'agent',
             step: event.step,
             maxSteps: event.maxSteps,
+            retried,
           });
         }
       };
@@ -273,6 +360,7 @@ export class WorkerPool {
         onProgress,
       });
       outcome = result.outcome;
+      if (result.trajectoryPath) await this.#shareTrajectory(record.id, result.trajectoryPath, log);
       const refusal =
         signal.aborted && result.outcome !== 'completed'
           ? { kind: 'cancelled' as const }
@@ -305,13 +393,25 @@ export class WorkerPool {
       // Shutdown, not a cancel: the record stays `running`, so the next start requeues it once.
       await status.finish({ kind: 'interrupted' });
       log.info({ restCalls: budget.used }, 'run interrupted by shutdown');
-      deps.queue.addRestCalls(record.id, budget.spent);
+      await deps.queue.addRestCalls(record.id, budget.spent);
       return;
     }
     await status.finish(final);
     log.info({ state, outcome, restCalls: budget.used }, 'run finished');
-    deps.queue.addRestCalls(record.id, budget.spent);
-    deps.queue.finish(record.id, state, { outcome, summary: final.kind });
+    await deps.queue.addRestCalls(record.id, budget.spent);
+    await deps.queue.finish(record.id, state, { outcome, summary: final.kind });
+  }
+
+  /** With a shared queue, serve (another host) shows the trajectory from there. */
+  async #shareTrajectory(runId: string, path: string, log: Logger): Promise<void> {
+    if (this.deps.queue.kind === 'sqlite') return;
+    try {
+      const ttl = this.deps.artifactTtlSeconds ?? 14 * 24 * 3600;
+      await this.deps.queue.putArtifact(runId, 'trajectory.json', await readFile(path), ttl);
+    } catch (error) {
+      // The PR still opens; only its trajectory link will answer 404 on other hosts.
+      log.warn({ err: error }, 'trajectory not shared through the queue');
+    }
   }
 
   async #publish(
