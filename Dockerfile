@@ -7,26 +7,34 @@
 #     -v /var/run/docker.sock:/var/run/docker.sock --group-add "$(stat -c %g /var/run/docker.sock)" \
 #     frognano-bot
 
-FROM node:24-slim AS deps
+# Node 22 (LTS): the oldest line every dependency declares support for (content-type@3 asks >=22).
+ARG NODE_IMAGE=node:22-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 # better-sqlite3 ships prebuilt binaries; the toolchain is only the fallback for other platforms.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+# The image runs compiled JavaScript with node: no tsx, no TypeScript at run time.
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
-FROM node:24-slim
+FROM ${NODE_IMAGE}
 # git: cloning and publishing happen on the host side (here), never inside a sandbox.
 # tini: signals reach node, so a stop lets runs clean up their containers.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git ca-certificates tini \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
-COPY --from=deps /app/node_modules ./node_modules
-COPY package.json app.yml tsconfig.json ./
-COPY bin ./bin
-COPY src ./src
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY package.json app.yml ./
+# The sandbox image's recipe: a start on an engine without the image builds it from here.
+COPY sandbox ./sandbox
 RUN mkdir -p /data && chown node:node /data
 # The image's own `node` user (uid 1000): the App needs no root. Docker access comes from the
 # engine named by DOCKER_HOST (the mounted socket's group, or a remote engine).
@@ -39,4 +47,4 @@ ENV NODE_ENV=production \
 VOLUME ["/data"]
 EXPOSE 3000
 ENTRYPOINT ["/usr/bin/tini", "--"]
-CMD ["node", "bin/frognano.js", "start"]
+CMD ["node", "dist/cli.js", "start"]

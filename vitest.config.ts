@@ -7,5 +7,9 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Docker-backed suites share one engine on a 2-core machine; keep parallelism modest.
     maxWorkers: 2,
+    // Builds the default sandbox image when it is missing (once, before any test file).
+    globalSetup: ['test/support/global-setup.ts'],
+    // The operator's FROGNANO_* (and App) variables never reach the tests.
+    setupFiles: ['test/support/scrub-env.ts'],
   },
 });

@@ -48,6 +48,14 @@ function instantSandbox(stdout: string): Sandbox {
       Promise.reject(
         new PythonError('FileNotFoundError', `[Errno 2] No such file or directory: '${file}'`),
       ),
+    readLines: (file) =>
+      Promise.reject(
+        new PythonError('FileNotFoundError', `[Errno 2] No such file or directory: '${file}'`),
+      ),
+    editFile: (file) =>
+      Promise.reject(
+        new PythonError('FileNotFoundError', `[Errno 2] No such file or directory: '${file}'`),
+      ),
     writeFile: (file) => Promise.resolve({ realPath: file }),
     glob: () => Promise.resolve([]),
     dispose: () => Promise.resolve(),

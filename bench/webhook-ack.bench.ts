@@ -279,7 +279,7 @@ export default async function run(): Promise<void> {
     });
     await postAll(url, labels, 'issues');
     const deadline = Date.now() + 60_000;
-    while ((app.queue?.list('running').length ?? 0) < RUNS_IN_FLIGHT) {
+    while (((await app.queue?.list('running'))?.length ?? 0) < RUNS_IN_FLIGHT) {
       if (Date.now() > deadline) throw new Error('the 8 runs did not start within 60 s');
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -303,7 +303,7 @@ export default async function run(): Promise<void> {
         LATENCY_SECONDS,
       );
       loopDelay.disable();
-      const running = app.queue?.list('running').length ?? 0;
+      const running = (await app.queue?.list('running'))?.length ?? 0;
       const baseRate = await closedLoop(
         baseline.url,
         deliveries,
@@ -336,7 +336,7 @@ export default async function run(): Promise<void> {
       );
     }
     console.log(
-      `deliveries waiting for intake at the end: ${app.queue?.pendingDeliveries().length ?? 0} (durable; handled after the ack)`,
+      `deliveries waiting for intake at the end: ${(await app.queue?.pendingDeliveries())?.length ?? 0} (durable; handled after the ack)`,
     );
     console.log(`  fake GitHub API requests made meanwhile: ${github.requests()}`);
   } finally {

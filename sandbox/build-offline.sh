@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds the default sandbox image without any container registry: a minimal Debian made
-# with debootstrap from the machine's own Debian mirror, imported with `docker import`.
-# Used by CI (and any machine that cannot pull python:3.12-slim). Must run as root.
+# Builds the default sandbox image without any container registry: a minimal Debian bookworm
+# made with debootstrap from the machine's own Debian mirror, then the same recipe as
+# sandbox/Dockerfile (sandbox/setup-image.sh with sandbox/packages.txt) run in a chroot, then
+# imported with `docker import`. `npm start`, `frognano solve` and the tests run it when the
+# image is missing and no registry answers. Must run as root.
 #
 #   sandbox/build-offline.sh            build unless the image already exists
 #   sandbox/build-offline.sh --force    re-import the image (from the cached root fs)
@@ -11,13 +13,11 @@
 # /var/cache/frognano), FROGNANO_DEBIAN_MIRROR (default: the machine's apt mirror).
 set -euo pipefail
 
-# Keep in sync with DEFAULT_SANDBOX_IMAGE in src/sandbox/docker-sandbox.ts.
-IMAGE="${FROGNANO_SANDBOX_IMAGE:-frognano/sandbox:py3}"
+# Keep in sync with DEFAULT_SANDBOX_IMAGE in src/sandbox/docker-sandbox.ts (a test checks).
+IMAGE="${FROGNANO_SANDBOX_IMAGE:-frognano/sandbox:py3-r2}"
 SUITE=bookworm
 CACHE_DIR="${FROGNANO_CACHE_DIR:-/var/cache/frognano}"
-PACKAGES=python3,python3-pip,python3-venv,python3-pytest,git,ca-certificates,bash,procps
-# Bump when the root fs recipe below changes, so cached root file systems are not reused.
-RECIPE_VERSION=1
+RECIPE_DIR="$(cd "$(dirname "$0")" && pwd)"
 
 force=0
 no_cache=0
@@ -66,12 +66,31 @@ find_mirror() {
   done
   echo "http://deb.debian.org/debian"
 }
+find_security_mirror() {
+  local uri
+  uri=$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list /etc/apt/sources.list 2>/dev/null |
+    grep -oE 'https?://[^[:space:]]+/debian-security/?' | head -n1 || true)
+  echo "${uri:-http://deb.debian.org/debian-security}" | sed 's:/*$::'
+}
 MIRROR="${FROGNANO_DEBIAN_MIRROR:-$(find_mirror)}"
+SECURITY_MIRROR="${FROGNANO_DEBIAN_SECURITY_MIRROR:-$(find_security_mirror)}"
 
-key=$(printf '%s|%s|%s|%s' "$SUITE" "$PACKAGES" "$RECIPE_VERSION" "$(uname -m)" | sha256sum | cut -c1-16)
+# The cached root fs is only reused for the same recipe, mirror and architecture.
+key=$({
+  printf '%s|%s|%s|%s\n' "$SUITE" "$MIRROR" "$SECURITY_MIRROR" "$(uname -m)"
+  cat "$RECIPE_DIR/packages.txt" "$RECIPE_DIR/setup-image.sh"
+} | sha256sum | cut -c1-16)
 ROOTFS_TAR="$CACHE_DIR/sandbox-rootfs-$SUITE-$key.tar"
 DEBS_DIR="$CACHE_DIR/debootstrap-debs"
 mkdir -p "$CACHE_DIR" "$DEBS_DIR"
+
+# Several processes (test runs, a starting App) may ask for the image at once: one builds.
+exec 9>"$CACHE_DIR/build-$key.lock"
+flock 9
+if [[ $force -eq 0 ]] && docker image inspect "$IMAGE" >/dev/null 2>&1; then
+  log "image $IMAGE was built meanwhile; nothing to do"
+  exit 0
+fi
 
 start=$(date +%s)
 if [[ $no_cache -eq 1 || ! -s "$ROOTFS_TAR" ]]; then
@@ -80,34 +99,37 @@ if [[ $no_cache -eq 1 || ! -s "$ROOTFS_TAR" ]]; then
     exit 1
   }
   work=$(mktemp -d "${TMPDIR:-/tmp}/frognano-rootfs.XXXXXX")
-  cleanup() { rm -rf --one-file-system "$work"; }
-  trap cleanup EXIT
   root="$work/root"
-  log "debootstrap $SUITE from $MIRROR (packages: $PACKAGES)"
+  cleanup() {
+    umount "$root/proc" 2>/dev/null || true
+    rm -rf --one-file-system "$work"
+  }
+  trap cleanup EXIT
+  log "debootstrap $SUITE minbase from $MIRROR"
   # --cache-dir keeps the downloaded .debs, so a rebuild does not download them again.
-  debootstrap --variant=minbase --include="$PACKAGES" --cache-dir="$DEBS_DIR" \
+  debootstrap --variant=minbase --cache-dir="$DEBS_DIR" \
     "$SUITE" "$root" "$MIRROR" >"$work/debootstrap.log" 2>&1 || {
     tail -n 40 "$work/debootstrap.log" >&2
     echo "build-offline.sh: debootstrap failed (mirror $MIRROR); see the lines above" >&2
     exit 1
   }
 
-  log "configuring the root fs (user frognano 1000:1000, /testbed)"
-  # Written directly: minbase has no useradd, and the entries are all we need.
-  grep -q '^frognano:' "$root/etc/group" || echo 'frognano:x:1000:' >>"$root/etc/group"
-  grep -q '^frognano:' "$root/etc/passwd" ||
-    echo 'frognano:x:1000:1000:frognano sandbox:/home/frognano:/bin/bash' >>"$root/etc/passwd"
-  if [[ -f "$root/etc/shadow" ]] && ! grep -q '^frognano:' "$root/etc/shadow"; then
-    echo 'frognano:!:19000:0:99999:7:::' >>"$root/etc/shadow"
-  fi
-  mkdir -p "$root/home/frognano" "$root/testbed"
-  chown 1000:1000 "$root/home/frognano" "$root/testbed"
-  chmod 755 "$root/home/frognano" "$root/testbed"
-  # Git refuses to work in a tree owned by someone else; the tree is always ours here.
-  printf '[safe]\n\tdirectory = *\n[init]\n\tdefaultBranch = main\n' >"$root/etc/gitconfig"
-  # Slim down: package lists, caches and docs are not needed at run time.
-  rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb \
-    "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* "$root"/var/log/*.log
+  log "running sandbox/setup-image.sh in the root fs (packages: $(grep -v '^#' "$RECIPE_DIR/packages.txt" | tr '\n' ' '))"
+  # The same apt sources as the debian:bookworm image the Dockerfile starts from.
+  rm -f "$root/etc/apt/sources.list.d/"*
+  printf 'deb %s %s main\ndeb %s %s-updates main\ndeb %s %s-security main\n' \
+    "$MIRROR" "$SUITE" "$MIRROR" "$SUITE" "$SECURITY_MIRROR" "$SUITE" >"$root/etc/apt/sources.list"
+  cp /etc/resolv.conf "$root/etc/resolv.conf"
+  mkdir -p "$root/tmp/recipe"
+  cp "$RECIPE_DIR/packages.txt" "$RECIPE_DIR/setup-image.sh" "$root/tmp/recipe/"
+  mount -t proc proc "$root/proc"
+  chroot "$root" /bin/sh /tmp/recipe/setup-image.sh >"$work/setup.log" 2>&1 || {
+    tail -n 40 "$work/setup.log" >&2
+    echo "build-offline.sh: sandbox/setup-image.sh failed in the chroot; see the lines above" >&2
+    exit 1
+  }
+  umount "$root/proc"
+  rm -rf "$root/tmp/recipe" "$root/etc/resolv.conf"
   # Device nodes and mounts are provided by the container runtime.
   rm -rf "${root:?}"/dev/* "${root:?}"/proc/* "${root:?}"/sys/*
 
@@ -122,16 +144,16 @@ log "importing $IMAGE"
 docker import \
   --change 'USER 1000:1000' \
   --change 'WORKDIR /testbed' \
-  --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+  --change 'ENV PATH=/home/frognano/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   --change 'ENV LANG=C.UTF-8' \
   --change 'ENV HOME=/home/frognano' \
   --change 'CMD ["/bin/bash"]' \
-  --message "frognano sandbox: debootstrap $SUITE minbase" \
+  --message "frognano sandbox: debootstrap $SUITE minbase + sandbox/setup-image.sh" \
   "$ROOTFS_TAR" "$IMAGE" >/dev/null
 
 # The image must actually run what the sandbox needs.
 docker run --rm --network none "$IMAGE" \
-  bash -c 'test "$(id -u)" = 1000 && python3 -c "import pytest, venv, ensurepip" && git --version >/dev/null' ||
+  bash -c 'test "$(id -u)" = 1000 && python3 -c "import pytest, venv" && git --version >/dev/null && gcc --version >/dev/null && make --version >/dev/null && node --version >/dev/null && npm --version >/dev/null' ||
   {
     echo "build-offline.sh: the imported image $IMAGE failed its smoke check" >&2
     exit 1

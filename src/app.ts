@@ -1,7 +1,8 @@
 // The GitHub App entry point: wiring only. The webhook handler verifies (Probot), filters
 // (triggers.ts) and records the delivery (queue); intake, workers and publishing do the rest.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -17,7 +18,11 @@ import { loadProcessConfig } from './config.js';
 import { modelConfigFrom } from './commands/model-config-from.js';
 import { createLogger } from './log.js';
 import { connectDocker } from './sandbox/docker-engine.js';
-import { RunQueue } from './queue/queue.js';
+import { openQueue } from './queue/open-queue.js';
+import { readRunArtifact } from './queue/read-run-artifact.js';
+import type { Queue } from './queue/types.js';
+import { lockDataDir, type DataDirHalf } from './queue/data-dir-lock.js';
+import { startRetention } from './queue/retention.js';
 import { reap } from './sandbox/reap.js';
 import { runPipeline } from './runner/run.js';
 import { loadAppConfig, type AppConfig } from './github/app-config.js';
@@ -50,6 +55,8 @@ export interface StartAppOptions {
   /** Octokit class for GitHub calls (tests tune retries); default Probot's, throttling and retry on. */
   Octokit?: typeof ProbotOctokit;
   pollMs?: number;
+  /** Wait before deliveries whose permission check failed are tried again (default 30 s). */
+  intakeRetryMs?: number;
 }
 
 export interface RunningApp {
@@ -60,7 +67,7 @@ export interface RunningApp {
   config?: AppConfig;
   /** The Probot instance receiving webhooks (absent in worker mode and while registering). */
   probot?: Probot;
-  queue?: RunQueue<IssueJob>;
+  queue?: Queue<IssueJob>;
   intake?: Intake;
   workers?: WorkerPool;
   /** Stops the server and the workers; runs in flight are left for the next start to requeue. */
@@ -73,33 +80,42 @@ export interface FrognanoAppDeps {
   log: Logger;
   /** Serve `/frognano/runs/<id>/trajectory.json` from here (when a public URL is configured). */
   trajectoriesFrom?: string;
+  /** A shared queue holding trajectories of runs made on other hosts. */
+  queue?: Pick<Queue, 'getArtifact'>;
 }
 
 /** The Probot application function: subscribe, filter, record. */
 export function frognanoApp(deps: FrognanoAppDeps): ApplicationFunction {
   return (app, { addHandler }) => {
-    const handle = (context: { id: string; name: string; payload: unknown }) => {
+    const handle = async (context: { id: string; name: string; payload: unknown }) => {
       const decision = decideTrigger(context.name, context.payload, { label: deps.label });
       if (decision.kind === 'ignore') {
         deps.log.debug({ deliveryId: context.id, reason: decision.reason }, 'webhook ignored');
         return;
       }
-      const outcome = deps.intake.accept(context.id, decision);
+      // Read before the first await: the store belongs to this request's async context.
+      const sha256 = webhookBody.getStore()?.sha256;
+      // Awaited: GitHub gets its answer only once the delivery is stored.
+      const outcome = await deps.intake.accept(context.id, decision, sha256);
       deps.log.info({ deliveryId: context.id, kind: decision.kind, outcome }, 'webhook accepted');
     };
     app.on('issues.labeled', handle);
     app.on('issue_comment.created', handle);
-    if (deps.trajectoriesFrom) addHandler(trajectoryHandler(deps.trajectoriesFrom));
+    if (deps.trajectoriesFrom) addHandler(trajectoryHandler(deps.trajectoriesFrom, deps.queue));
   };
 }
 
-/** Serves run trajectories: run ids only (no path from the URL reaches the file system). */
-export function trajectoryHandler(dataDir: string) {
+/**
+ * Serves run trajectories: run ids only (no path from the URL reaches the file system); from
+ * this host's data directory, else from the shared queue (the run was made on another host).
+ */
+export function trajectoryHandler(dataDir: string, queue?: Pick<Queue, 'getArtifact'>) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     const m = /^\/frognano\/runs\/([0-9a-f-]{36})\/trajectory\.json$/.exec(req.url ?? '');
     if (req.method !== 'GET' || !m) return false;
     try {
-      const body = await readFile(join(runOutDir(dataDir, m[1] as string), 'trajectory.json'));
+      const body = await readRunArtifact(m[1] as string, 'trajectory.json', { dataDir, queue });
+      if (!body) throw new Error('no such trajectory');
       // The content was written by a model: never let a browser sniff it into a page.
       res
         .writeHead(200, {
@@ -150,10 +166,37 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     log,
     Octokit: options.Octokit,
   });
-  const queue = RunQueue.open<IssueJob>({
-    dataDir: config.dataDir,
-    concurrency: config.concurrency,
+  // Before the queue is touched: a second process must not requeue the first one's runs.
+  const halves: DataDirHalf[] =
+    mode === 'all' ? ['intake', 'worker'] : mode === 'serve' ? ['intake'] : ['worker'];
+  const dataDirLock = lockDataDir(config.dataDir, halves, mode === 'all' ? 'start' : mode);
+  let queue: Queue<IssueJob>;
+  try {
+    queue = await openQueue<IssueJob>({
+      env,
+      dataDir: config.dataDir,
+      concurrency: config.concurrency,
+      replayWindowMs: config.replayWindowMs,
+      worker: mode !== 'serve',
+    });
+  } catch (error) {
+    dataDirLock.release();
+    throw error;
+  }
+  const retention = startRetention({
+    queue,
+    trajectoriesDir: join(config.dataDir, 'trajectories'),
+    retentionDays: config.retentionDays,
+    log,
   });
+  // A start that fails after taking the lock gives it back (an embedding process may retry).
+  const failStart = async (error: unknown): Promise<never> => {
+    await workers?.stop();
+    await retention.stop();
+    await queue.close();
+    dataDirLock.release();
+    throw error;
+  };
   const lock = new KeyedLock();
   const probotForAuth = new ProbotWithDefaults();
   const auth = (installationId: number) =>
@@ -205,6 +248,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       publicUrl: config.publicUrl,
       pollMs: options.pollMs,
       git: options.git,
+      artifactTtlSeconds: config.retentionDays * 24 * 3600,
     });
     const reapOrphans =
       options.reapOrphans ??
@@ -212,7 +256,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
         const docker = config.sandbox === 'docker' ? connectDocker(env) : undefined;
         await reap(docker, { liveRunIds, workRoot: join(config.dataDir, 'runs'), log });
       });
-    await workers.recover(reapOrphans);
+    await workers.recover(reapOrphans).catch(failStart);
     workers.start();
   }
 
@@ -223,6 +267,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     lock,
     onEnqueued: () => workers?.kick(),
     onCancelRequested: (runId) => workers?.abort(runId),
+    retryMs: options.intakeRetryMs,
   });
 
   let server: Server | undefined;
@@ -242,13 +287,14 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       intake,
       log,
       trajectoriesFrom: config.publicUrl ? config.dataDir : undefined,
+      queue,
     });
     await server.load((app, appOptions) => {
       probot = app;
       return appFn(app, appOptions);
     });
-    httpServer = await server.start();
-    limitWebhookBodies(httpServer, config.webhookPath);
+    httpServer = await server.start().catch(failStart);
+    guardWebhookBodies(httpServer, config.webhookPath, log);
     // Deliveries recorded before a crash but not yet handled.
     void intake.kick();
   }
@@ -268,35 +314,114 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       await closing;
       await intake.stop();
       await workers?.stop();
-      queue.close();
+      await retention.stop();
+      await queue.close();
+      dataDirLock.release();
     },
   };
 }
 
-/** GitHub caps webhook payloads at 25 MB; anything announcing more is not GitHub. */
+/** GitHub caps webhook payloads at 25 MB; anything bigger is not GitHub. */
 export const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
+/** All webhook bodies being read at once may hold at most this much memory. */
+export const MAX_WEBHOOK_BYTES_IN_FLIGHT = 4 * MAX_WEBHOOK_BYTES;
+
+/** The raw body of the webhook request being handled (its hash detects replays). */
+const webhookBody = new AsyncLocalStorage<{ sha256: string }>();
+
+/**
+ * @octokit/webhooks' path test, verbatim: trailing slashes dropped, then resolved as a URL, so
+ * `/api/github/webhooks/`, `/api/github/x/../webhooks` and `//host/api/github/webhooks` all
+ * reach the webhook handler. Whatever it routes there, we guard.
+ */
+function webhookPathname(url: string): string | undefined {
+  try {
+    return new URL(url.replace(/\/+$/, '') || '/', 'http://localhost').pathname;
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * Probot's webhook middleware reads the whole body into memory before it checks the signature,
- * so anyone could make it buffer gigabytes. A request to the webhook path whose Content-Length
- * is over the cap is answered 413 before any listener reads it. (A chunked body has no length
- * to check up front; Node's request timeout still bounds it.)
+ * so anyone could make it buffer gigabytes. Every request Probot would route to the webhook
+ * handler is read here instead, counting bytes as they arrive: a declared length over the cap
+ * is refused unread, and a body (chunked or not) that grows past it is cut off at the cap, the
+ * connection closed. The body read is handed to Probot as `rawBody` (which its middleware
+ * takes instead of reading the stream), and its SHA-256 to our handler.
  */
-function limitWebhookBodies(server: HttpServer, webhookPath: string): void {
+function guardWebhookBodies(server: HttpServer, webhookPath: string, log: Logger): void {
+  const target = webhookPathname(webhookPath);
   const listeners = server.listeners('request') as ((
     req: IncomingMessage,
     res: ServerResponse,
   ) => void)[];
+  let inFlight = 0;
   server.removeAllListeners('request');
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const path = (req.url ?? '').split('?')[0];
-    const length = Number(req.headers['content-length'] ?? 0);
-    if (path === webhookPath && length > MAX_WEBHOOK_BYTES) {
-      res.writeHead(413, { connection: 'close', 'content-type': 'text/plain' });
-      res.end('payload too large\n');
+    const forward = () => {
+      for (const listener of listeners) listener.call(server, req, res);
+    };
+    if (webhookPathname(req.url ?? '/') !== target) return forward();
+    const refuse = (status: number, why: string, bytes: number) => {
+      // Nothing of the body is kept or logged; connection: close makes Node drop the socket
+      // once the answer is out instead of reading on.
+      log.warn({ url: (req.url ?? '').slice(0, 200), bytes, status }, why);
+      if (!res.headersSent) {
+        res.writeHead(status, { connection: 'close', 'content-type': 'text/plain' });
+        res.end(status === 413 ? 'payload too large\n' : 'busy\n');
+      }
+    };
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > MAX_WEBHOOK_BYTES) {
+      refuse(413, 'webhook body over the size cap refused unread', declared);
       return;
     }
-    for (const listener of listeners) listener.call(server, req, res);
+    const chunks: Buffer[] = [];
+    let received = 0;
+    let done = false;
+    const stop = () => {
+      done = true;
+      inFlight -= received;
+      req.removeListener('data', onData);
+      req.removeListener('end', onEnd);
+      chunks.length = 0;
+    };
+    const onData = (chunk: Buffer) => {
+      if (done) return;
+      received += chunk.length;
+      inFlight += chunk.length;
+      if (received > MAX_WEBHOOK_BYTES) {
+        stop();
+        req.pause();
+        refuse(413, 'webhook body over the size cap cut off', received);
+        return;
+      }
+      if (inFlight > MAX_WEBHOOK_BYTES_IN_FLIGHT) {
+        stop();
+        req.pause();
+        refuse(503, 'too many webhook bytes in flight: connection cut', received);
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      if (done) return;
+      const body = Buffer.concat(chunks);
+      stop();
+      const sha256 = createHash('sha256').update(body).digest('hex');
+      // @octokit/webhooks' getPayload uses `rawBody` when `body` is an object.
+      Object.assign(req, { rawBody: body, body: {} });
+      webhookBody.run({ sha256 }, forward);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', () => {
+      if (!done) stop();
+    });
+    req.on('close', () => {
+      if (!done) stop();
+    });
   });
 }
 

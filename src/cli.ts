@@ -85,6 +85,19 @@ Exit codes:
   });
 
 program
+  .command('doctor')
+  .description(
+    'Check credentials, GitHub, the model, Docker, the sandbox image, the data directory and the queue (exit 1 when something blocks runs)',
+  )
+  .action(async () => {
+    const { doctorCommand } = await import('./commands/doctor.js');
+    process.exitCode = await doctorCommand({
+      stdout: (line) => process.stdout.write(`${line}\n`),
+      env: process.env,
+    });
+  });
+
+program
   .command('reap')
   .description('Remove containers, snapshot images and work directories left by dead runs')
   .action(async () => {
@@ -121,5 +134,6 @@ function isOneLineFailure(error: Error): boolean {
     'ModelEndpointError',
     'RepoConfigError',
     'AppConfigError',
+    'SandboxImageError',
   ].includes(error.name);
 }

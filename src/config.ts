@@ -31,6 +31,12 @@ const httpUrl = z
   })
   .transform((raw) => raw.replace(/\/+$/, ''));
 
+/** The operator's bounds on what `.github/frognano.yml` may ask for (unset: no bound). */
+const RepoConfigCapsEnv = z.object({
+  FROGNANO_MAX_STEPS_CAP: positiveInt.optional(),
+  FROGNANO_MAX_TIMEOUT_MINUTES_CAP: number('a positive number of minutes', (n) => n > 0).optional(),
+});
+
 export const ProcessConfig = z.object({
   FROGNANO_MODEL_URL: httpUrl.prefault('http://localhost:8000/v1'),
   FROGNANO_MODEL: z
@@ -61,6 +67,7 @@ export const ProcessConfig = z.object({
   /** A run stops when the Docker engine's disk has less than this free (0 turns it off). */
   FROGNANO_DISK_FLOOR: byteSize.prefault('2g'),
   FROGNANO_DATA_DIR: z.string().trim().min(1).prefault('./data'),
+  ...RepoConfigCapsEnv.shape,
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
       message: 'must be one of fatal, error, warn, info, debug, trace, silent',
@@ -104,6 +111,23 @@ export function parseEnv<S extends z.ZodObject>(
       const key = String(issue.path[0] ?? '');
       const shown = /KEY|SECRET/.test(key) ? '(hidden)' : JSON.stringify(present[key]);
       return `${key} ${issue.message} (got ${shown})`;
+    }),
+  };
+}
+
+/** The operator's caps for repository configs, from the environment (ConfigError when bad). */
+export function repoConfigCaps(env: NodeJS.ProcessEnv = process.env): {
+  maxSteps?: number;
+  timeoutMinutes?: number;
+} {
+  const parsed = parseEnv(RepoConfigCapsEnv, env);
+  if ('problems' in parsed) throw new ConfigError(parsed.problems);
+  return {
+    ...(parsed.data.FROGNANO_MAX_STEPS_CAP !== undefined && {
+      maxSteps: parsed.data.FROGNANO_MAX_STEPS_CAP,
+    }),
+    ...(parsed.data.FROGNANO_MAX_TIMEOUT_MINUTES_CAP !== undefined && {
+      timeoutMinutes: parsed.data.FROGNANO_MAX_TIMEOUT_MINUTES_CAP,
     }),
   };
 }

@@ -1,9 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'node:http';
+import { connect, createServer, type Socket } from 'node:net';
+import { Writable } from 'node:stream';
+import Database from 'better-sqlite3';
+import nock from 'nock';
 import { MAX_WEBHOOK_BYTES, startApp } from '../src/app.js';
+import { createLogger, MAX_LOG_LINE } from '../src/log.js';
 import { decideTrigger } from '../src/github/triggers.js';
 import { RunQueue } from '../src/queue/queue.js';
 import { finalAnswer } from './support/scripted-model-server.js';
@@ -12,12 +17,13 @@ import {
   mockGitHub,
   mockPlainComments,
   mockStatusComment,
+  newGitHubMock,
   sign,
   startHarness,
   waitFor,
   type Harness,
 } from './github/helpers/app-harness.js';
-import { silentLog } from './github/helpers/github.js';
+import { API, silentLog } from './github/helpers/github.js';
 import { useStrictNock } from './github/helpers/strict-nock.js';
 import { commentPayload, labeledPayload } from './github/helpers/payloads.js';
 
@@ -97,8 +103,8 @@ describe('the webhook endpoint (real HTTP server)', () => {
       body: JSON.stringify(payload),
     });
     expect(unsigned.status).toBe(400);
-    expect(harness.app.queue!.pendingDeliveries()).toEqual([]);
-    expect(harness.app.queue!.list()).toEqual([]);
+    expect(await harness.app.queue!.pendingDeliveries()).toEqual([]);
+    expect(await harness.app.queue!.list()).toEqual([]);
   });
 
   it('answers 413 to a body announced over 25 MiB without reading it, and stays up', async () => {
@@ -131,7 +137,7 @@ describe('the webhook endpoint (real HTTP server)', () => {
     const payload = labeledPayload();
     const bad = await harness.deliver('issues', payload, 'after', sign('{}'));
     expect(bad).toBe(400);
-    expect(harness.app.queue!.pendingDeliveries()).toEqual([]);
+    expect(await harness.app.queue!.pendingDeliveries()).toEqual([]);
   });
 
   it('makes one run from a duplicated delivery and reports an empty patch plainly', async () => {
@@ -145,11 +151,13 @@ describe('the webhook endpoint (real HTTP server)', () => {
     expect(await harness.deliver('issues', payload, 'delivery-1')).toBe(200);
     await harness.app.intake!.idle();
     await harness.app.workers!.idle();
-    const runs = harness.app.queue!.list();
+    const runs = await harness.app.queue!.list();
     expect(runs).toHaveLength(1);
     expect(runs[0]).toMatchObject({ state: 'done', outcome: 'no_change' });
     expect(gh.reactions).toEqual(['eyes']);
-    expect(gh.statusBodies[0]).toContain('queued (position 1)');
+    // The run started before intake's turn to write: no stale "queued" comment.
+    expect(gh.statusBodies.some((b) => b.includes('queued'))).toBe(false);
+    expect(gh.statusBodies[0]).toContain('running: ');
     expect(gh.statusBodies.at(-1)).toContain(
       'no pull request: the model finished without changing any file.',
     );
@@ -159,6 +167,22 @@ describe('the webhook endpoint (real HTTP server)', () => {
       gh.calls.filter((c) => c.startsWith('POST /repos/Codertocat/Hello-World/issues/1/comments')),
     ).toHaveLength(1);
     expect(harness.model!.chatRequests).toHaveLength(1);
+  });
+
+  it('records a run whose model endpoint stopped answering as failed, with the reason, not as done', async () => {
+    harness = await startHarness({ script: [{ kind: 'drop' }] });
+    const gh = mockGitHub();
+    mockStatusComment(gh);
+    expect(await harness.deliver('issues', labeledPayload({ sender: maintainer }), 'd-drop')).toBe(
+      200,
+    );
+    await harness.app.intake!.idle();
+    await harness.app.workers!.idle();
+    const runs = await harness.app.queue!.list();
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ state: 'failed', outcome: 'llm_query_error' });
+    expect(gh.statusBodies.at(-1)).toContain('the model endpoint stopped answering');
+    expect(gh.statusBodies.at(-1)).toContain('/frognano retry');
   });
 });
 
@@ -182,8 +206,8 @@ describe('durable intake', () => {
     cleanupModel = first.model;
     await harness.app.intake!.idle();
     await harness.app.workers!.idle();
-    expect(harness.app.queue!.pendingDeliveries()).toEqual([]);
-    expect(harness.app.queue!.list()).toMatchObject([
+    expect(await harness.app.queue!.pendingDeliveries()).toEqual([]);
+    expect(await harness.app.queue!.list()).toMatchObject([
       { deliveryId: 'acked-then-crashed', state: 'done' },
     ]);
     expect(gh.reactions).toEqual(['eyes']);
@@ -192,7 +216,7 @@ describe('durable intake', () => {
       await harness.deliver('issues', labeledPayload({ sender: maintainer }), 'acked-then-crashed'),
     ).toBe(200);
     await harness.app.intake!.idle();
-    expect(harness.app.queue!.list()).toHaveLength(1);
+    expect(await harness.app.queue!.list()).toHaveLength(1);
   });
 });
 
@@ -220,7 +244,7 @@ describe('triggers through probot.receive()', () => {
       'Sorry @drive-by, only people with write access to this repository can start or cancel frognano runs.',
     ]);
     expect(gh.reactions).toEqual([]);
-    expect(harness.app.queue!.list()).toEqual([]);
+    expect(await harness.app.queue!.list()).toEqual([]);
     expect(harness.model!.chatRequests).toHaveLength(0);
   });
 
@@ -251,8 +275,8 @@ describe('triggers through probot.receive()', () => {
       } as never);
     }
     await harness.app.intake!.idle();
-    expect(harness.app.queue!.pendingDeliveries()).toEqual([]);
-    expect(harness.app.queue!.list()).toEqual([]);
+    expect(await harness.app.queue!.pendingDeliveries()).toEqual([]);
+    expect(await harness.app.queue!.list()).toEqual([]);
   });
 
   it('refuses closed issues after the permission check', async () => {
@@ -268,7 +292,7 @@ describe('triggers through probot.receive()', () => {
     expect(gh.comments).toEqual([
       'frognano does not run on closed issues. Reopen the issue and try again.',
     ]);
-    expect(harness.app.queue!.list()).toEqual([]);
+    expect(await harness.app.queue!.list()).toEqual([]);
   });
 
   it('answers a retry during a run, cancels a queued run, then cancels the running one', async () => {
@@ -293,7 +317,7 @@ describe('triggers through probot.receive()', () => {
     expect(gh.comments).toHaveLength(1);
     expect(gh.comments[0]).toContain('a run for this issue is already running');
     expect(gh.comments[0]).toContain('/frognano cancel');
-    const [run1, run2] = harness.app.queue!.list();
+    const [run1, run2] = await harness.app.queue!.list();
     expect(run1).toMatchObject({ state: 'running' });
     expect(run2).toMatchObject({ state: 'queued' });
 
@@ -304,7 +328,7 @@ describe('triggers through probot.receive()', () => {
       commentPayload({ sender: maintainer, issueNumber: 2, body: '/frognano cancel' }),
     );
     await harness.app.intake!.idle();
-    expect(harness.app.queue!.get(run2!.id)).toMatchObject({ state: 'cancelled' });
+    expect(await harness.app.queue!.get(run2!.id)).toMatchObject({ state: 'cancelled' });
 
     // Cancel the running run of issue 1: the pipeline is aborted and cleans up.
     await receive(
@@ -314,7 +338,7 @@ describe('triggers through probot.receive()', () => {
     );
     await harness.app.intake!.idle();
     await waitFor(
-      () => harness!.app.queue!.get(run1!.id)?.state === 'cancelled',
+      async () => (await harness!.app.queue!.get(run1!.id))?.state === 'cancelled',
       'the run to be cancelled',
     );
     held.release();
@@ -323,7 +347,34 @@ describe('triggers through probot.receive()', () => {
     const last = gh.statusBodies.at(-1) ?? '';
     expect(gh.statusBodies.some((b) => b.includes('cancelled by @Codertocat'))).toBe(true);
     expect(last).toContain('cancelled');
-    expect(harness.app.queue!.list().map((r) => r.state)).toEqual(['cancelled', 'cancelled']);
+    expect((await harness.app.queue!.list()).map((r) => r.state)).toEqual([
+      'cancelled',
+      'cancelled',
+    ]);
+  });
+});
+
+describe('GitHub failing during intake', () => {
+  it('retries a delivery whose permission check failed (its run held meanwhile), then runs it once', async () => {
+    harness = await startHarness({ script: [finalAnswer('Nothing to change.')] });
+    // Its own scope: the helpers' scope is persisted as a whole.
+    nock(API)
+      .get(/^\/repos\/Codertocat\/Hello-World\/collaborators\/[^/]+\/permission$/)
+      .reply(502, { message: 'Bad Gateway' });
+    const gh = newGitHubMock();
+    mockGitHub({}, gh);
+    mockStatusComment(gh);
+    expect(await harness.deliver('issues', labeledPayload({ sender: maintainer }), 'flaky')).toBe(
+      200,
+    );
+    await waitFor(
+      async () => (await harness!.app.queue!.list())[0]?.state === 'done',
+      'the retried check to let the run through',
+    );
+    expect(gh.calls.filter((c) => c.includes('/permission'))).toHaveLength(1);
+    expect(await harness.app.queue!.pendingDeliveries()).toEqual([]);
+    expect(gh.reactions).toEqual(['eyes']);
+    await harness.app.intake!.idle();
   });
 });
 
@@ -344,7 +395,10 @@ describe('cancel from another process', () => {
     const cancelled = other.requestCancel('codertocat/hello-world#1');
     other.close();
     expect(cancelled).toMatchObject({ wasRunning: true });
-    await waitFor(() => harness!.app.queue!.list()[0]?.state === 'cancelled', 'the run to stop');
+    await waitFor(
+      async () => (await harness!.app.queue!.list())[0]?.state === 'cancelled',
+      'the run to stop',
+    );
     held.release();
     await harness.app.workers!.idle();
     expect(gh.statusBodies.at(-1)).toContain('cancelled');
@@ -374,12 +428,395 @@ describe('frognano serve + frognano worker on one data directory', () => {
       );
       await serve.app.intake!.idle();
       await waitFor(
-        () => worker.app.queue!.list()[0]?.state === 'done',
+        async () => (await worker.app.queue!.list())[0]?.state === 'done',
         'the worker to finish the run',
       );
       expect(gh.statusBodies.at(-1)).toContain('no pull request');
     } finally {
       await worker.app.stop();
     }
+  });
+});
+
+/** A promise that resolves when opened (holds mocked GitHub answers back). */
+function opener(): { opened: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((r) => (open = r));
+  return { opened, open };
+}
+
+describe('bursts: 20 labels at once', () => {
+  it('makes each delivery a queued run before any GitHub call; comments are current when sent; cancel does not wait for comments', async () => {
+    const held = gate();
+    harness = await startHarness({ script: [held.step] });
+    const queue = harness.app.queue!;
+    const permissions = opener();
+    const writes = opener();
+    const calls: string[] = [];
+    const bodies = new Map<number, string[]>();
+    const stale: string[] = [];
+    let reactions = 0;
+    let postsArrived = 0;
+    // A "queued" comment must describe the queue as it is when GitHub receives it.
+    const check = async (issue: number, body: string) => {
+      (bodies.get(issue) ?? bodies.set(issue, []).get(issue)!).push(body);
+      const m = /queued \(position (\d+)\)[\s\S]*run `([0-9a-f-]{36})`/.exec(body);
+      if (!m) return;
+      const run = await queue.get(m[2]!);
+      const position = await queue.position(m[2]!);
+      if (run?.state !== 'queued' || position !== Number(m[1])) {
+        stale.push(`#${issue}: said position ${m[1]}, run ${run?.state} at ${position}`);
+      }
+    };
+    const scope = nock(API).persist();
+    scope.on('request', (req: { method: string; path: string }) => {
+      calls.push(`${req.method} ${req.path.split('?')[0]}`);
+    });
+    scope
+      .post('/app/installations/1/access_tokens')
+      .reply(201, () => ({
+        token: `ghs_${'t'.repeat(36)}`,
+        expires_at: new Date(Date.now() + 3600_000).toISOString(),
+      }))
+      .get(/^\/repos\/Codertocat\/Hello-World\/collaborators\/[^/]+\/permission$/)
+      .reply(async () => {
+        await permissions.opened;
+        return [200, { permission: 'write', role_name: 'write' }];
+      })
+      .post(/^\/repos\/Codertocat\/Hello-World\/issues\/(\d+|comments\/\d+)\/reactions$/)
+      .reply(201, () => {
+        reactions++;
+        return { id: 1 };
+      })
+      .get(/^\/repos\/Codertocat\/Hello-World\/issues\/\d+\/comments/)
+      .reply(200, [])
+      .post(/^\/repos\/Codertocat\/Hello-World\/issues\/\d+\/comments$/)
+      .reply(async (uri, body) => {
+        const issue = Number(/issues\/(\d+)\/comments/.exec(uri)![1]);
+        await check(issue, String((body as { body: string }).body));
+        postsArrived++;
+        await writes.opened;
+        return [201, { id: 1000 + issue }];
+      })
+      .patch(/^\/repos\/Codertocat\/Hello-World\/issues\/comments\/\d+$/)
+      .reply(async (uri, body) => {
+        const issue = Number(/comments\/(\d+)$/.exec(uri)![1]) - 1000;
+        await check(issue, String((body as { body: string }).body));
+        return [200, { id: 1000 + issue }];
+      });
+
+    const issues = Array.from({ length: 20 }, (_, i) => i + 1);
+    const statuses = await Promise.all(
+      issues.map((n) =>
+        harness!.deliver(
+          'issues',
+          labeledPayload({ sender: maintainer, issueNumber: n }),
+          `burst-${n}`,
+        ),
+      ),
+    );
+    expect(statuses).toEqual(issues.map(() => 200));
+    // Every delivery is a queued run the moment GitHub has its answer, though no permission
+    // check has been answered and nothing has been written to GitHub.
+    const accepted = await queue.list();
+    expect(accepted.map((r) => r.key).sort()).toEqual(
+      issues.map((n) => `codertocat/hello-world#${n}`).sort(),
+    );
+    expect(accepted.every((r) => r.state === 'queued' && r.held)).toBe(true);
+    expect(await Promise.all(accepted.map((r) => queue.position(r.id)))).toEqual(issues);
+    expect(calls.filter((c) => !c.startsWith('GET ') && !c.includes('/access_tokens'))).toEqual([]);
+
+    // Permissions answered: the runs are released and one starts; GitHub writes hang.
+    permissions.open();
+    await waitFor(async () => (await queue.list()).every((r) => !r.held), 'all runs released');
+    await waitFor(() => postsArrived > 0, 'the first comment to reach GitHub');
+    const running = await queue.list('running');
+    expect(running).toHaveLength(1);
+    // A queued run whose comment has not been written yet, cancelled while writes hang.
+    const victim = (await queue.list('queued'))
+      .reverse()
+      .find((r) => !bodies.has(r.job.issueNumber))!;
+    expect(
+      await harness.deliver(
+        'issue_comment',
+        commentPayload({
+          sender: maintainer,
+          issueNumber: victim.job.issueNumber,
+          body: '/frognano cancel',
+        }),
+      ),
+    ).toBe(200);
+    await waitFor(async () => (await queue.get(victim.id))?.state === 'cancelled', 'the cancel');
+    expect(postsArrived).toBe(1);
+
+    writes.open();
+    await harness.app.intake!.idle();
+    expect(stale).toEqual([]);
+    expect(reactions).toBe(21);
+    const said = (n: number) => (bodies.get(n) ?? []).join('\n---\n');
+    // The run that started at once never got a "queued" comment.
+    expect(said(running[0]!.job.issueNumber)).not.toContain('queued');
+    // The cancelled run's pending "queued" comment was superseded, not sent.
+    expect(said(victim.job.issueNumber)).not.toContain('queued');
+    expect(said(victim.job.issueNumber)).toContain('cancelled by @Codertocat');
+    const waiting = await queue.list('queued');
+    expect(waiting).toHaveLength(18);
+    for (const run of waiting) {
+      expect(said(run.job.issueNumber).match(/queued \(position \d+\)/g)).toHaveLength(1);
+    }
+
+    for (const n of issues) await queue.requestCancel(`codertocat/hello-world#${n}`);
+    await waitFor(
+      async () => (await queue.list('running')).length === 0,
+      'the running run to stop',
+    );
+    held.release();
+    await harness.app.workers!.idle();
+    await harness.app.intake!.idle();
+  }, 60_000);
+});
+
+describe('replayed deliveries', () => {
+  it('the same signed body under a new delivery id starts nothing; a new label event does', async () => {
+    harness = await startHarness({ script: [finalAnswer('Nothing to change.')] });
+    const payload = labeledPayload({ sender: maintainer });
+    // First delivery: recorded; the run is held until its permission check, which we never
+    // mock here: intake stops before GitHub (the queue alone is under test).
+    const queue = harness.app.queue!;
+    await harness.app.intake!.stop();
+    expect(await harness.deliver('issues', payload, 'original')).toBe(200);
+    expect(await harness.deliver('issues', payload, 'replayed-1')).toBe(200);
+    expect(await harness.deliver('issues', payload, 'replayed-2')).toBe(200);
+    expect((await queue.pendingDeliveries()).map((d) => d.deliveryId)).toEqual(['original']);
+    expect(await queue.list()).toHaveLength(1);
+    // The label removed and added again: GitHub sends a different body (a later updated_at).
+    await queue.finish((await queue.list())[0]!.id, 'done');
+    const relabel = labeledPayload({ sender: maintainer });
+    relabel.issue.updated_at = '2030-01-01T00:00:00Z';
+    expect(await harness.deliver('issues', relabel, 'relabelled')).toBe(200);
+    expect((await queue.pendingDeliveries()).map((d) => d.deliveryId)).toEqual([
+      'original',
+      'relabelled',
+    ]);
+    expect(await queue.list()).toHaveLength(2);
+  });
+});
+
+/** Writes a raw HTTP request and then up to `total` body bytes, honouring backpressure. */
+function flood(
+  url: string,
+  head: string,
+  total: number,
+  chunk: (piece: Buffer) => Buffer = (p) => p,
+): Promise<{ written: number; response: string; cut: boolean }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname);
+    let written = 0;
+    let response = '';
+    let cut = false;
+    const piece = Buffer.alloc(1024 * 1024, 0x7b);
+    socket.on('data', (d: Buffer) => (response += d.toString('latin1')));
+    const finish = () => resolve({ written, response, cut });
+    socket.on('error', () => {
+      cut = true;
+    });
+    socket.on('close', () => {
+      cut = cut || written < total;
+      finish();
+    });
+    socket.on('connect', () => {
+      socket.write(head);
+      const pump = () => {
+        while (written < total && !socket.destroyed) {
+          written += piece.length;
+          if (!socket.write(chunk(piece))) return void socket.once('drain', pump);
+        }
+        if (!socket.destroyed) socket.end();
+      };
+      pump();
+    });
+  });
+}
+
+describe('webhook bodies over the cap (raw sockets)', () => {
+  const TOTAL = 150 * 1024 * 1024;
+  const headers = (path: string, extra: string) =>
+    `POST ${path} HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\n` +
+    `x-github-event: issues\r\nx-github-delivery: flood\r\nx-hub-signature-256: ${sign('{}')}\r\n${extra}\r\n`;
+
+  it.each([
+    ['the exact path, chunked', '/api/github/webhooks'],
+    ['a trailing slash, chunked', '/api/github/webhooks/'],
+    ['a dot-dot path, chunked', '/api/github/x/../webhooks'],
+  ])('cuts %s at the cap and stops reading', async (_what, path) => {
+    harness = await startHarness();
+    const result = await flood(
+      harness.url,
+      headers(path, 'transfer-encoding: chunked\r\n'),
+      TOTAL,
+      (p) => Buffer.concat([Buffer.from(`${p.length.toString(16)}\r\n`), p, Buffer.from('\r\n')]),
+    );
+    expect(result.cut).toBe(true);
+    // The cap plus what socket buffers hold: far from the 150 MiB sent by a flood.
+    expect(result.written).toBeLessThan(MAX_WEBHOOK_BYTES + 40 * 1024 * 1024);
+    if (result.response) expect(result.response).toMatch(/^HTTP\/1\.1 413/);
+    expect(await harness.app.queue!.pendingDeliveries()).toEqual([]);
+    expect((await fetch(`${harness.url}/ping`)).status).toBe(200);
+  });
+
+  it('cuts a connection once all bodies being read would hold more than the in-flight cap', async () => {
+    harness = await startHarness();
+    const { hostname, port } = new URL(harness.url);
+    const head = headers('/api/github/webhooks', 'transfer-encoding: chunked\r\n');
+    const frame = (p: Buffer) =>
+      Buffer.concat([Buffer.from(`${p.length.toString(16)}\r\n`), p, Buffer.from('\r\n')]);
+    // Four slow senders, each just under the per-request cap, never finishing their body.
+    const slow = await Promise.all(
+      [1, 2, 3, 4].map(
+        () =>
+          new Promise<Socket>((resolve) => {
+            const socket = connect(Number(port), hostname, () => {
+              socket.write(head);
+              socket.write(frame(Buffer.alloc(MAX_WEBHOOK_BYTES - 1024 * 1024, 0x7b)), () =>
+                resolve(socket),
+              );
+            });
+          }),
+      ),
+    );
+    // Let the server read what they sent.
+    await new Promise((r) => setTimeout(r, 500));
+    const fifth = await flood(harness.url, head, 20 * 1024 * 1024, frame);
+    expect(fifth.cut).toBe(true);
+    if (fifth.response) expect(fifth.response).toMatch(/^HTTP\/1\.1 503/);
+    for (const socket of slow) socket.destroy();
+    expect((await fetch(`${harness.url}/ping`)).status).toBe(200);
+  });
+
+  it('refuses a declared length over the cap on a path variant without reading it', async () => {
+    harness = await startHarness();
+    const result = await flood(
+      harness.url,
+      headers('/api/github/webhooks//', `content-length: ${TOTAL}\r\n`),
+      TOTAL,
+    );
+    expect(result.cut).toBe(true);
+    expect(result.written).toBeLessThan(40 * 1024 * 1024);
+    if (result.response) expect(result.response).toMatch(/^HTTP\/1\.1 413/);
+  });
+
+  it('a Content-Length that lies low does not smuggle the rest in', async () => {
+    harness = await startHarness();
+    const result = await flood(
+      harness.url,
+      headers('/api/github/webhooks', 'content-length: 2\r\n'),
+      TOTAL,
+    );
+    expect(result.cut).toBe(true);
+    expect(result.written).toBeLessThan(40 * 1024 * 1024);
+    expect(await harness.app.queue!.pendingDeliveries()).toEqual([]);
+  });
+});
+
+describe('logs of rejected deliveries', () => {
+  it('never carry the payload of a bad-signature delivery, and no line is over the cap', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+        done();
+      },
+    });
+    harness = await startHarness({ log: createLogger({ level: 'debug', destination: sink }) });
+    const payload = labeledPayload({ issueBody: `SECRET-PAYLOAD-${'x'.repeat(2 * 1024 * 1024)}` });
+    expect(await harness.deliver('issues', payload, 'bad-sig', sign('{}', 'wrong'))).toBe(400);
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.some((l) => l.includes('signature does not match'))).toBe(true);
+    expect(lines.filter((l) => l.includes('SECRET-PAYLOAD'))).toEqual([]);
+    expect(Math.max(...lines.map((l) => l.length))).toBeLessThanOrEqual(MAX_LOG_LINE);
+  });
+});
+
+describe('one owner per data directory', () => {
+  it('a second App on the same data directory refuses with one line; the first keeps its runs', async () => {
+    const held = gate();
+    harness = await startHarness({ script: [held.step] });
+    const gh = mockGitHub();
+    mockStatusComment(gh);
+    await harness.app.probot!.receive({
+      id: 'owner-1',
+      name: 'issues',
+      payload: labeledPayload({ sender: maintainer }) as never,
+    });
+    await held.reached;
+    await expect(
+      startHarness({ root: harness.root, dataDir: harness.dataDir, model: harness.model }),
+    ).rejects.toThrow(
+      /^the data directory .* is in use by frognano start \(pid \d+ on .*\) for its webhooks: stop that process first, or give this one its own FROGNANO_DATA_DIR$/,
+    );
+    // Its run was not requeued by the refused start.
+    expect(await harness.app.queue!.list()).toMatchObject([{ state: 'running', attempts: 1 }]);
+    held.release();
+    await harness.app.workers!.idle();
+  });
+});
+
+describe('a start that fails after taking the data directory', () => {
+  it('gives the lock back, so the next start on it succeeds', async () => {
+    const busy = createServer();
+    await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+    const { port } = busy.address() as { port: number };
+    try {
+      const first = await startHarness();
+      const { root, dataDir, model } = first;
+      await first.stop({ keepFiles: true });
+      await expect(
+        startHarness({ root, dataDir, model, env: { PORT: String(port) } }),
+      ).rejects.toThrow(/already in use/);
+      harness = await startHarness({ root, dataDir, model });
+      cleanupModel = model;
+      expect(harness.app.url).toBeDefined();
+    } finally {
+      busy.close();
+    }
+  });
+});
+
+describe('retention', () => {
+  it('prunes finished runs and trajectories older than FROGNANO_RETENTION_DAYS when the App starts', async () => {
+    const first = await startHarness();
+    const { dataDir, root } = first;
+    await first.stop({ keepFiles: true });
+    const queue = RunQueue.open({ dataDir, concurrency: 1 });
+    const make = (n: number) => {
+      const r = queue.enqueue({ key: `k${n}`, job: { n } });
+      if (r.status !== 'queued') throw new Error('not queued');
+      return r.run.id;
+    };
+    const old = make(1);
+    const recent = make(2);
+    queue.finish(old, 'done');
+    queue.finish(recent, 'failed');
+    queue.close();
+    const db = new Database(join(dataDir, 'frognano.sqlite'));
+    db.prepare(`UPDATE runs SET finished_at = ? WHERE id = ?`).run(
+      Date.now() - 8 * 24 * 3600_000,
+      old,
+    );
+    db.close();
+    for (const id of [old, recent]) {
+      mkdirSync(join(dataDir, 'trajectories', id), { recursive: true });
+      writeFileSync(join(dataDir, 'trajectories', id, 'trajectory.json'), '{}');
+    }
+
+    harness = await startHarness({ root, dataDir, env: { FROGNANO_RETENTION_DAYS: '7' } });
+    await waitFor(
+      () => !existsSync(join(dataDir, 'trajectories', old)),
+      'the old trajectory to be pruned',
+    );
+    expect(await harness.app.queue!.get(old)).toBeUndefined();
+    expect(existsSync(join(dataDir, 'trajectories', recent))).toBe(true);
+    expect((await harness.app.queue!.get(recent))?.state).toBe('failed');
   });
 });

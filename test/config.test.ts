@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadProcessConfig, parseByteSize } from '../src/config.js';
+import { ConfigError, loadProcessConfig, parseByteSize, repoConfigCaps } from '../src/config.js';
 
 describe('loadProcessConfig', () => {
   it('gives FrogNano defaults for an empty environment', () => {
@@ -56,5 +56,23 @@ describe('parseByteSize', () => {
     ['256MiB', 256 * 1024 ** 2],
   ])('%s is %d bytes', (raw, bytes) => {
     expect(parseByteSize(raw)).toBe(bytes);
+  });
+});
+
+describe('operator caps on what a repository config may ask', () => {
+  it('reads FROGNANO_MAX_STEPS_CAP and FROGNANO_MAX_TIMEOUT_MINUTES_CAP', () => {
+    expect(repoConfigCaps({})).toEqual({});
+    expect(
+      repoConfigCaps({ FROGNANO_MAX_STEPS_CAP: '60', FROGNANO_MAX_TIMEOUT_MINUTES_CAP: '12.5' }),
+    ).toEqual({ maxSteps: 60, timeoutMinutes: 12.5 });
+  });
+
+  it('names a bad cap', () => {
+    expect(() => loadProcessConfig({ FROGNANO_MAX_STEPS_CAP: '0' })).toThrow(
+      'FROGNANO_MAX_STEPS_CAP must be a positive integer (got "0")',
+    );
+    expect(() => repoConfigCaps({ FROGNANO_MAX_TIMEOUT_MINUTES_CAP: 'soon' })).toThrow(
+      'FROGNANO_MAX_TIMEOUT_MINUTES_CAP must be a positive number of minutes (got "soon")',
+    );
   });
 });

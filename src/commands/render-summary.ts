@@ -55,6 +55,7 @@ export function renderSummary(result: RunResult, meta: SummaryMeta = {}): string
     );
     lines.push(`- Before: ${describeTest(result.verifyBefore)}`);
     lines.push(`- After: ${describeTest(result.verifyAfter)}`);
+    lines.push(...harnessLines(result));
   } else {
     lines.push('No test command: none configured in .github/frognano.yml and none detected.');
   }
@@ -65,13 +66,15 @@ export function renderSummary(result: RunResult, meta: SummaryMeta = {}): string
   for (const file of result.filesChanged) lines.push(`- ${fileName(file)}`);
   lines.push('');
 
+  lines.push(...patchFactLines(result));
+
   if (result.violations.length > 0) {
     lines.push('## Policy violations', '');
     for (const v of result.violations) lines.push(`- ${v.rule}: ${fileName(v.detail)}`);
     lines.push('');
   }
 
-  if (result.patch.trim() !== '') lines.push(changesSection(result.patch), '');
+  if (result.patch.trim() !== '') lines.push(changesSection(result), '');
   lines.push(trajectoryTable(result), '');
 
   const timings = Object.entries(result.timings);
@@ -104,6 +107,52 @@ function oneLine(text: string): string {
   return literalLines(text)
     .filter((l) => l.trim() !== '')
     .join(' ');
+}
+
+/** Beside the verdict: harness files the patch changes, and the agent's own run. */
+function harnessLines(result: RunResult): string[] {
+  const facts = result.patchFacts;
+  const lines: string[] = [];
+  if (facts && facts.harnessFiles.length > 0) {
+    lines.push(
+      `- The patch changes the test harness (${fileNames(facts.harnessFiles)}): "After" ran the repository's own harness as it was before the change.`,
+    );
+  }
+  if (facts && facts.testFiles.length > 0) {
+    lines.push(
+      `- Tests the agent added or changed, not part of "After": ${fileNames(facts.testFiles)}`,
+    );
+  }
+  if (result.agentTests) {
+    lines.push(
+      `- The agent's own tests (the whole patch, its tests and harness changes included; not the verdict): ${describeTest(result.agentTests)}`,
+    );
+  }
+  return lines;
+}
+
+/** Links, binaries, mode changes and .gitattributes, from git's reading of the patch. */
+function patchFactLines(result: RunResult): string[] {
+  const facts = result.patchFacts;
+  if (!facts) return [];
+  const items = [
+    ...facts.symlinks.map((l) => `- symbolic link ${fileName(l.path)} → ${fileName(l.target)}`),
+    ...facts.binaries.map(
+      (b) => `- binary file ${fileName(b.path)}, ${b.size} bytes, mode ${b.mode}`,
+    ),
+    ...facts.modeChanges.map(
+      (m) =>
+        `- mode ${m.oldMode === '000000' ? 'new' : m.oldMode} → ${m.newMode}: ${fileName(m.path)}`,
+    ),
+    ...facts.gitattributes.map((g) => `- ${fileName(g)} changed: it decides how git filters files`),
+  ];
+  return items.length > 0
+    ? ['## Links, binaries, mode changes and attributes', '', ...items, '']
+    : [];
+}
+
+function fileNames(paths: readonly string[]): string {
+  return paths.map(fileName).join(', ');
 }
 
 function describeTest(test: TestResult | undefined): string {

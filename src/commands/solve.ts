@@ -8,6 +8,7 @@ import { checkModelEndpoint } from '../leaf/openai-model.js';
 import { runPipeline } from '../runner/run.js';
 import type { RunProgress, RunResult } from '../runner/run-types.js';
 import { assertDockerReachable, connectDocker } from '../sandbox/docker-engine.js';
+import { ensureSandboxImage } from '../sandbox/ensure-sandbox-image.js';
 import { modelConfigFrom } from './model-config-from.js';
 import { renderSummary } from './render-summary.js';
 import { parseSolveOptions, UsageError } from './solve-options.js';
@@ -55,6 +56,15 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
   // Fail fast, in one line each, before any clone or container.
   const docker = sandbox === 'docker' ? connectDocker(io.env) : undefined;
   if (docker) await assertDockerReachable(docker, { env: io.env });
+  // The default sandbox image builds itself when it is missing (progress on stderr).
+  if (docker && options.image === undefined) {
+    await ensureSandboxImage({
+      docker,
+      image: config.FROGNANO_SANDBOX_IMAGE,
+      env: io.env,
+      progress: io.stderr,
+    });
+  }
   await checkModelEndpoint(modelConfig);
 
   const started = Date.now();

@@ -1,8 +1,27 @@
-// `npm start` / `frognano serve` / `frognano worker`: start the App and stop it cleanly on a signal.
+// `npm start` / `frognano serve` / `frognano worker`: check what runs need (the doctor's checks),
+// build the sandbox image when it is missing, start the App and stop it cleanly on a signal.
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { startApp, type AppMode } from '../app.js';
+import { loadAppConfig } from '../github/app-config.js';
 import { log } from '../log.js';
+import { loadProcessConfig } from '../config.js';
+import { assertDockerReachable, connectDocker } from '../sandbox/docker-engine.js';
+import { ensureSandboxImage } from '../sandbox/ensure-sandbox-image.js';
+import { runChecks } from './doctor.js';
 
 export async function startCommand(options: { mode: AppMode }): Promise<void> {
+  const env = process.env;
+  const cwd = process.cwd();
+  // Probot's registration flow writes the App's credentials here; the checks need them too.
+  const dotenv = resolve(cwd, '.env');
+  if (existsSync(dotenv)) process.loadEnvFile(dotenv);
+  // Unregistered: serve the registration flow; the checks run at the next start.
+  if (loadAppConfig(env, cwd).credentials && !(await preflight(options.mode, env, cwd))) {
+    process.exitCode = 1;
+    return;
+  }
+
   const app = await startApp({ mode: options.mode });
   if (app.registering) {
     log.info({ url: app.url }, 'open this URL in a browser to register the GitHub App');
@@ -24,4 +43,45 @@ export async function startCommand(options: { mode: AppMode }): Promise<void> {
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+}
+
+/**
+ * Builds the default sandbox image if it is missing, then runs the doctor's checks. A blocking
+ * failure is printed as the doctor's line and refuses the start; a model that is down only
+ * warns (GPUs restart; each run then fails with its own clear message).
+ */
+async function preflight(mode: AppMode, env: NodeJS.ProcessEnv, cwd: string): Promise<boolean> {
+  const config = loadProcessConfig(env);
+  if (mode !== 'serve' && config.FROGNANO_SANDBOX === 'docker') {
+    const docker = connectDocker(env);
+    const engineUp = await assertDockerReachable(docker, { env }).then(
+      () => true,
+      () => false, // the Docker engine check below says what to do
+    );
+    if (engineUp) {
+      try {
+        await ensureSandboxImage({
+          docker,
+          image: config.FROGNANO_SANDBOX_IMAGE,
+          env,
+          progress: (line) => log.info({ line }, 'sandbox image'),
+        });
+      } catch (error) {
+        process.stderr.write(`✗ sandbox image: ${(error as Error).message}\n`);
+        return false;
+      }
+    }
+  }
+  const outcomes = await runChecks({ env, cwd, mode, atStart: true });
+  for (const { check, result, line, blocks } of outcomes) {
+    if (blocks) process.stderr.write(`${line}\n`);
+    else if (result.ok)
+      log.info({ check: check.name, detail: result.detail }, 'start-up check passed');
+    else
+      log.warn(
+        { check: check.name, problem: result.problem, fix: result.fix },
+        'start-up check failed; starting anyway',
+      );
+  }
+  return !outcomes.some((outcome) => outcome.blocks);
 }

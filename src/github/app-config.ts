@@ -84,6 +84,8 @@ export const AppEnv = z.object({
   FROGNANO_SANDBOX: z
     .enum(['docker', 'local'], { message: 'must be docker or local' })
     .default('docker'),
+  FROGNANO_RETENTION_DAYS: positiveInt('a whole number of days (at least 1)').default(30),
+  FROGNANO_REPLAY_WINDOW_HOURS: positiveInt('a whole number of hours (at least 1)').default(168),
   FROGNANO_BOT_NAME: z.string().trim().min(1).optional(),
   // Bot addresses look like 41898282+frognano[bot]@users.noreply.github.com: not RFC-strict.
   FROGNANO_BOT_EMAIL: z
@@ -113,6 +115,10 @@ export interface AppConfig {
   statusThrottleMs: number;
   sandbox: 'docker' | 'local';
   botIdentity?: { name: string; email: string };
+  /** Finished runs and their trajectories are deleted after this many days. */
+  retentionDays: number;
+  /** The same raw webhook body under another delivery id within this window is a replay. */
+  replayWindowMs: number;
 }
 
 export class AppConfigError extends Error {
@@ -177,6 +183,8 @@ export function loadAppConfig(
     publicUrl: e.FROGNANO_PUBLIC_URL,
     statusThrottleMs: e.FROGNANO_STATUS_THROTTLE_MS,
     sandbox: e.FROGNANO_SANDBOX,
+    retentionDays: e.FROGNANO_RETENTION_DAYS,
+    replayWindowMs: e.FROGNANO_REPLAY_WINDOW_HOURS * 3600_000,
     botIdentity:
       e.FROGNANO_BOT_NAME && e.FROGNANO_BOT_EMAIL
         ? { name: e.FROGNANO_BOT_NAME, email: e.FROGNANO_BOT_EMAIL }

@@ -1,13 +1,21 @@
-// Intake: what happens to an accepted delivery right after GitHub got its answer. The webhook
-// handler only verifies, filters and records the delivery (milliseconds); here, off the request
-// path, the sender's permission is checked through the API, the trigger gets its 👀 reaction,
-// and the run is enqueued, cancelled or politely refused. Deliveries wait in the queue's
-// database until handled, so a crash in between loses nothing.
+// Intake: from a verified delivery to a queued run, then the GitHub side of it.
+// - accept (inside the webhook handler, milliseconds, no GitHub call): the delivery is recorded
+//   and, for a run, the run is enqueued at once, held: it has its place in the queue (positions
+//   count every accepted trigger) but no worker takes it before the sender's permission is known.
+//   A redelivered id or a replayed raw body is refused here.
+// - decide (right after, concurrently across issues, in order per issue): the sender's
+//   permission is asked through the API; the run is released or discarded, the cancel applied,
+//   the refusal decided. One GET each: a cancel never waits behind other issues' comments.
+// - write (one at a time, as GitHub's write throttling wants): reactions, then comments. A status
+//   comment is rendered when its turn comes, from the queue as it is then: a run that started
+//   meanwhile gets no "queued" comment, and a position is the current one.
+// Deliveries stay pending in the queue's database until decided, so a crash in between loses
+// nothing.
 import type { Logger } from 'pino';
-import type { RunQueue } from '../queue/queue.js';
+import type { Queue } from '../queue/types.js';
 import type { GitHubClient } from './octokit.js';
 import type { IssueJob } from './job.js';
-import type { KeyedLock } from './keyed-lock.js';
+import { KeyedLock } from './keyed-lock.js';
 import { hasWriteAccess } from './permission-check.js';
 import { RestBudget } from './rest-budget.js';
 import { sanitizeIssueText } from './sanitize-issue-text.js';
@@ -18,193 +26,377 @@ export type AcceptedTrigger = Exclude<TriggerDecision, { kind: 'ignore' }>;
 
 export const STATUS_COMMENT_NOTE = 'status-comment-id';
 
+/** How long a delivery whose decision failed (GitHub unreachable) waits before it is tried again. */
+const RETRY_FAILED_MS = 30_000;
+
 export interface IntakeDeps {
-  queue: RunQueue<IssueJob>;
+  queue: Queue<IssueJob>;
   auth: (installationId: number) => Promise<GitHubClient>;
   log: Logger;
-  /** A run was enqueued: wake the workers. */
+  /** A run became claimable (or a held one went away): wake the workers. */
   onEnqueued?: () => void;
   /** Shared with the workers: status comment writes per issue. */
   lock: KeyedLock;
   /** A running run should stop (the in-process fast path; workers also poll the flag). */
   onCancelRequested?: (runId: string) => void;
+  /** Wait before retrying deliveries whose decision failed (default 30 s). */
+  retryMs?: number;
 }
 
+/** A GitHub write waiting for its turn. */
+type WriteTask =
+  | { kind: 'reaction'; target: TriggerTarget; runId?: string }
+  | {
+      kind: 'comment';
+      target: TriggerTarget;
+      body: string;
+      runId?: string;
+      /** Post once per (issue, note): a repeated command must not make the bot chatty. */
+      onceNote?: string;
+    }
+  | {
+      kind: 'status';
+      target: TriggerTarget;
+      /** Called under the issue's lock right before the write; undefined: nothing to say. */
+      render: () => Promise<{ body: string; runId?: string } | undefined>;
+    };
+
 export class Intake {
-  #draining: Promise<void> | undefined;
-  #again = false;
+  readonly #deciding = new Map<string, Promise<void>>();
+  readonly #order = new KeyedLock();
+  readonly #writes: WriteTask[] = [];
+  #writing: Promise<void> | undefined;
+  #retryTimer: NodeJS.Timeout | undefined;
   #stopped = false;
 
   constructor(private readonly deps: IntakeDeps) {}
 
-  /** Synchronous part, inside the webhook handler: record once, answer GitHub, work later. */
-  accept(deliveryId: string, decision: AcceptedTrigger): 'accepted' | 'duplicate' {
-    const fresh = this.deps.queue.recordDelivery(deliveryId, decision.kind, decision);
-    if (!fresh) return 'duplicate';
-    void this.kick();
+  /**
+   * Inside the webhook handler, before GitHub gets its answer: record once, enqueue a run held
+   * for its permission check, decide later. Stored before the answer, so never lost after it.
+   */
+  async accept(
+    deliveryId: string,
+    decision: AcceptedTrigger,
+    bodySha256?: string,
+  ): Promise<'accepted' | 'duplicate' | 'replay'> {
+    const { queue, log } = this.deps;
+    const key = issueKey(decision);
+    const admitted = await queue.admit({
+      deliveryId,
+      event: decision.kind,
+      payload: decision,
+      bodySha256,
+      run:
+        decision.kind === 'run'
+          ? { key, job: jobFor(deliveryId, decision), held: true }
+          : undefined,
+    });
+    if (admitted.status === 'duplicate') return 'duplicate';
+    if (admitted.status === 'replay') {
+      // Signed, so it came from GitHub once; the same bytes under a new delivery id are a replay.
+      log.warn(
+        { deliveryId, firstDeliveryId: admitted.firstDeliveryId, key },
+        'webhook body seen before under another delivery id: ignored as a replay',
+      );
+      return 'replay';
+    }
+    const enqueued = admitted.enqueued;
+    if (enqueued?.status === 'queued') {
+      log.info(
+        { runId: enqueued.run.id, key, position: enqueued.position },
+        'run accepted, held for the permission check',
+      );
+    }
+    this.#decideLater(deliveryId, decision);
     return 'accepted';
   }
 
-  /** Handles every pending delivery; concurrent calls coalesce into one drain. */
-  kick(): Promise<void> {
-    if (this.#stopped) return Promise.resolve();
-    if (this.#draining) {
-      this.#again = true;
-      return this.#draining;
+  /** Decides every pending delivery not being decided already (at start, and retries). */
+  async kick(): Promise<void> {
+    if (this.#stopped) return;
+    for (const pending of await this.deps.queue.pendingDeliveries()) {
+      this.#decideLater(pending.deliveryId, pending.payload as AcceptedTrigger);
     }
-    this.#draining = (async () => {
-      do {
-        this.#again = false;
-        for (const pending of this.deps.queue.pendingDeliveries()) {
-          if (this.#stopped) return;
-          try {
-            await this.#handle(pending.deliveryId, pending.payload as AcceptedTrigger);
-            this.deps.queue.completeDelivery(pending.deliveryId);
-          } catch (error) {
-            // Left pending: retried on the next kick or at the next start.
-            this.deps.log.error({ err: error, deliveryId: pending.deliveryId }, 'intake failed');
-          }
-        }
-      } while (this.#again);
-    })().finally(() => {
-      this.#draining = undefined;
-    });
-    return this.#draining;
+    await this.#settled();
   }
 
-  /** Stops after the delivery in hand; the rest stay pending in the database for the next start. */
+  /** Stops deciding and writing; undecided deliveries stay pending in the database. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    await this.idle();
+    if (this.#retryTimer) clearTimeout(this.#retryTimer);
+    this.#writes.length = 0;
+    await this.#settled();
   }
 
-  /** Resolves when no delivery is being handled (tests, shutdown). */
+  /** Resolves when nothing is being decided and no write is waiting (tests, shutdown). */
   async idle(): Promise<void> {
-    while (this.#draining) await this.#draining;
+    await this.#settled();
   }
 
-  async #handle(deliveryId: string, decision: AcceptedTrigger): Promise<void> {
+  async #settled(): Promise<void> {
+    while (this.#deciding.size > 0 || this.#writing) {
+      await Promise.all([...this.#deciding.values(), this.#writing]);
+    }
+  }
+
+  #decideLater(deliveryId: string, decision: AcceptedTrigger): void {
+    if (this.#stopped || this.#deciding.has(deliveryId)) return;
+    const key = issueKey(decision);
+    const deciding = this.#order
+      .run(key, () => this.#decide(deliveryId, decision))
+      .then(
+        () => this.deps.queue.completeDelivery(deliveryId),
+        (error: unknown) => {
+          // Left pending (its run held): tried again soon, and at the next start.
+          if (this.#stopped) return;
+          this.deps.log.error({ err: error, deliveryId, key }, 'intake failed');
+          this.#retrySoon();
+        },
+      )
+      .finally(() => this.#deciding.delete(deliveryId));
+    this.#deciding.set(deliveryId, deciding);
+  }
+
+  #retrySoon(): void {
+    if (this.#stopped || this.#retryTimer) return;
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      void this.kick();
+    }, this.deps.retryMs ?? RETRY_FAILED_MS);
+    this.#retryTimer.unref();
+  }
+
+  async #decide(deliveryId: string, decision: AcceptedTrigger): Promise<void> {
     const { log, queue } = this.deps;
+    if (this.#stopped) throw new Error('intake stopped');
     const budget = new RestBudget();
     const octokit = budget.attach(await this.deps.auth(decision.installationId));
     // The installation token mint happens inside the auth strategy, unseen by the hook; count
     // it as if it happened (it does unless a cached token is reused).
     budget.spend();
-    const ref = { owner: decision.owner, repo: decision.repo };
     const key = issueKey(decision);
     const who = decision.sender.login;
+    const held = await queue.runForDelivery(deliveryId);
 
-    const allowed = await hasWriteAccess(octokit, { ...ref, username: who });
+    const allowed = await hasWriteAccess(octokit, {
+      owner: decision.owner,
+      repo: decision.repo,
+      username: who,
+    });
     if (!allowed) {
       log.info({ deliveryId, key, sender: who }, 'trigger refused: no write access');
-      // One reply per person and issue: repeating the command must not make the bot chatty.
-      const note = `refused:${who.toLowerCase()}`;
-      if (queue.getNote(key, note)) return;
-      await octokit.rest.issues.createComment({
-        ...ref,
-        issue_number: decision.issueNumber,
+      if (held && (await queue.discard(held.id))) this.deps.onEnqueued?.();
+      this.#write({
+        kind: 'comment',
+        target: decision,
+        onceNote: `refused:${who.toLowerCase()}`,
         body: `Sorry @${who}, only people with write access to this repository can start or cancel frognano runs.`,
       });
-      queue.setNote(key, note, String(Date.now()));
       return;
     }
-    await react(octokit, decision);
 
+    let runId: string | undefined;
     if (decision.kind === 'refuse') {
-      await octokit.rest.issues.createComment({
-        ...ref,
-        issue_number: decision.issueNumber,
+      this.#write({ kind: 'reaction', target: decision });
+      this.#write({
+        kind: 'comment',
+        target: decision,
         body: `frognano does not run on ${decision.reason} issues. ${decision.reason === 'closed' ? 'Reopen the issue' : 'Unlock the issue'} and try again.`,
       });
-      return;
-    }
-
-    const setStatus = async (body: string) => {
-      const id = await ensureStatusComment(
-        octokit,
-        { ...ref, issueNumber: decision.issueNumber },
-        body,
-        statusCommentId(queue, key),
-      );
-      queue.setNote(key, STATUS_COMMENT_NOTE, String(id));
-    };
-
-    if (decision.kind === 'cancel') {
-      const cancelled = queue.requestCancel(key);
+    } else if (decision.kind === 'cancel') {
+      const cancelled = await queue.requestCancel(key);
+      runId = cancelled?.run.id;
+      this.#write({ kind: 'reaction', target: decision, runId });
       if (!cancelled) {
-        await octokit.rest.issues.createComment({
-          ...ref,
-          issue_number: decision.issueNumber,
+        this.#write({
+          kind: 'comment',
+          target: decision,
           body: `@${who}, there is no queued or running frognano run on this issue to cancel.`,
         });
       } else if (cancelled.wasRunning) {
-        log.info({ runId: cancelled.run.id, key }, 'cancel requested for a running run');
+        log.info({ runId, key }, 'cancel requested for a running run');
         this.deps.onCancelRequested?.(cancelled.run.id);
       } else {
-        await setStatus(renderStatus({ kind: 'cancelled', by: who }, { runId: cancelled.run.id }));
+        log.info({ runId, key }, 'queued run cancelled');
+        // A held run that went away may have been all the workers were waiting for.
+        this.deps.onEnqueued?.();
+        const id = cancelled.run.id;
+        this.#write({
+          kind: 'status',
+          target: decision,
+          render: async () => {
+            // A newer run on the issue owns the comment now.
+            const active = await queue.activeFor(key);
+            if (active && active.id !== id) return undefined;
+            return { body: renderStatus({ kind: 'cancelled', by: who }, { runId: id }), runId: id };
+          },
+        });
       }
-      if (cancelled) queue.addRestCalls(cancelled.run.id, budget.spent);
-      return;
+    } else {
+      runId = await this.#release(deliveryId, decision, held?.id);
     }
+    if (runId) await queue.addRestCalls(runId, budget.spent);
+  }
 
-    const job: IssueJob = {
-      installationId: decision.installationId,
-      owner: decision.owner,
-      repo: decision.repo,
-      issueNumber: decision.issueNumber,
-      issueTitle: decision.issueTitle,
-      issueText: sanitizeIssueText(`${decision.issueTitle}\n\n${decision.issueBody}`),
-      defaultBranch: decision.defaultBranch,
-      sender: decision.sender,
-      source: decision.source,
-      guidance: decision.guidance ? sanitizeIssueText(decision.guidance) || undefined : undefined,
-      deliveryId,
-    };
-    // Under the issue's lock, so a worker claiming the run at once cannot post "running"
-    // before this "queued" lands.
-    await this.deps.lock.run(key, async () => {
-      await this.#enqueue(octokit, budget, key, job, decision, setStatus);
+  /** The permitted run trigger: its held run released (or enqueued now), its status scheduled. */
+  async #release(
+    deliveryId: string,
+    decision: Extract<AcceptedTrigger, { kind: 'run' }>,
+    heldId: string | undefined,
+  ): Promise<string | undefined> {
+    const { queue, log } = this.deps;
+    const key = issueKey(decision);
+    let runId = heldId;
+    if (runId) {
+      if (await queue.release(runId)) this.deps.onEnqueued?.();
+    } else {
+      // Accepted while another run was active (or recorded before runs were made at accept).
+      const enqueued = await queue.enqueue({
+        key,
+        job: jobFor(deliveryId, decision),
+        deliveryId,
+      });
+      if (enqueued.status === 'duplicate') return undefined;
+      if (enqueued.status === 'active') {
+        this.#write({ kind: 'reaction', target: decision, runId: enqueued.run.id });
+        this.#write({
+          kind: 'comment',
+          target: decision,
+          runId: enqueued.run.id,
+          body: renderStatus({
+            kind: 'busy',
+            state: enqueued.run.state === 'running' ? 'running' : 'queued',
+          }).replace(/^<!--.*-->\n/, ''),
+        });
+        return enqueued.run.id;
+      }
+      runId = enqueued.run.id;
+      this.deps.onEnqueued?.();
+    }
+    log.info({ runId, key, position: await queue.position(runId) }, 'run queued');
+    const id = runId;
+    const trigger = triggerWords(decision);
+    this.#write({ kind: 'reaction', target: decision, runId: id });
+    this.#write({
+      kind: 'status',
+      target: decision,
+      render: async () => {
+        const run = await queue.get(id);
+        // Started, finished or cancelled meanwhile: whoever changed it writes the status.
+        if (!run || run.state !== 'queued' || run.held) return undefined;
+        const position = (await queue.position(id)) ?? 1;
+        return {
+          body: renderStatus({ kind: 'queued', position }, { runId: id, trigger }),
+          runId: id,
+        };
+      },
+    });
+    return id;
+  }
+
+  #write(task: WriteTask): void {
+    if (this.#stopped) return;
+    if (task.kind === 'status') {
+      // One pending status write per issue: the newest supersedes what was not sent yet.
+      const key = issueKey(task.target);
+      const i = this.#writes.findIndex((t) => t.kind === 'status' && issueKey(t.target) === key);
+      if (i >= 0) {
+        this.#writes[i] = task;
+        return;
+      }
+    }
+    this.#writes.push(task);
+    this.#writing ??= this.#drainWrites().finally(() => {
+      this.#writing = undefined;
     });
   }
 
-  async #enqueue(
-    octokit: GitHubClient,
-    budget: RestBudget,
-    key: string,
-    job: IssueJob,
-    decision: AcceptedTrigger,
-    setStatus: (body: string) => Promise<void>,
-  ): Promise<void> {
-    const { log, queue } = this.deps;
-    const ref = { owner: decision.owner, repo: decision.repo };
-    const enqueued = queue.enqueue({ key, job, deliveryId: job.deliveryId });
-    if (enqueued.status === 'duplicate') return;
-    if (enqueued.status === 'active') {
-      await octokit.rest.issues.createComment({
-        ...ref,
-        issue_number: decision.issueNumber,
-        body: renderStatus({
-          kind: 'busy',
-          state: enqueued.run.state === 'running' ? 'running' : 'queued',
-        }).replace(/^<!--.*-->\n/, ''),
-      });
-      queue.addRestCalls(enqueued.run.id, budget.spent);
-      return;
+  async #drainWrites(): Promise<void> {
+    for (;;) {
+      // Reactions first: they are the quick sign of life, and never go stale.
+      const i = this.#writes.findIndex((t) => t.kind === 'reaction');
+      const [task] = this.#writes.splice(i >= 0 ? i : 0, 1);
+      if (!task || this.#stopped) return;
+      try {
+        await this.#send(task);
+      } catch (error) {
+        // A lost reaction or comment must not stop the others; the worker's status follows.
+        this.deps.log.warn(
+          { err: error, kind: task.kind, key: issueKey(task.target) },
+          'intake write failed',
+        );
+      }
     }
-    log.info({ runId: enqueued.run.id, key, position: enqueued.position }, 'run queued');
-    this.deps.onEnqueued?.();
-    await setStatus(
-      renderStatus(
-        { kind: 'queued', position: enqueued.position },
-        { runId: enqueued.run.id, trigger: triggerWords(decision) },
-      ),
-    );
-    queue.addRestCalls(enqueued.run.id, budget.spent);
+  }
+
+  async #send(task: WriteTask): Promise<void> {
+    const { queue, lock } = this.deps;
+    const t = task.target;
+    const key = issueKey(t);
+    const budget = new RestBudget();
+    const octokit = () => this.deps.auth(t.installationId).then((o) => budget.attach(o));
+    let runId: string | undefined;
+    try {
+      if (task.kind === 'reaction') {
+        runId = task.runId;
+        await react(await octokit(), t);
+      } else if (task.kind === 'comment') {
+        runId = task.runId;
+        if (task.onceNote && (await queue.getNote(key, task.onceNote))) return;
+        await (
+          await octokit()
+        ).rest.issues.createComment({
+          owner: t.owner,
+          repo: t.repo,
+          issue_number: t.issueNumber,
+          body: task.body,
+        });
+        if (task.onceNote) await queue.setNote(key, task.onceNote, String(Date.now()));
+      } else {
+        const client = await octokit();
+        // Under the issue's lock, shared with the workers: "queued" cannot land after "running".
+        await lock.run(key, async () => {
+          const now = await task.render();
+          if (!now) return;
+          runId = now.runId;
+          const id = await ensureStatusComment(
+            client,
+            { owner: t.owner, repo: t.repo, issueNumber: t.issueNumber },
+            now.body,
+            await statusCommentId(queue, key),
+          );
+          await queue.setNote(key, STATUS_COMMENT_NOTE, String(id));
+        });
+      }
+    } finally {
+      if (runId && budget.spent > 0) await queue.addRestCalls(runId, budget.spent);
+    }
   }
 }
 
-export function statusCommentId(queue: RunQueue<IssueJob>, key: string): number | undefined {
-  const note = queue.getNote(key, STATUS_COMMENT_NOTE);
+/** The run's job: a snapshot of the trigger, sanitized, taken when the maintainer acted. */
+function jobFor(deliveryId: string, decision: Extract<AcceptedTrigger, { kind: 'run' }>): IssueJob {
+  return {
+    installationId: decision.installationId,
+    owner: decision.owner,
+    repo: decision.repo,
+    issueNumber: decision.issueNumber,
+    issueTitle: decision.issueTitle,
+    issueText: sanitizeIssueText(`${decision.issueTitle}\n\n${decision.issueBody}`),
+    defaultBranch: decision.defaultBranch,
+    sender: decision.sender,
+    source: decision.source,
+    guidance: decision.guidance ? sanitizeIssueText(decision.guidance) || undefined : undefined,
+    deliveryId,
+  };
+}
+
+export async function statusCommentId(
+  queue: Queue<IssueJob>,
+  key: string,
+): Promise<number | undefined> {
+  const note = await queue.getNote(key, STATUS_COMMENT_NOTE);
   return note ? Number(note) : undefined;
 }
 

@@ -7,6 +7,7 @@ import { redactSecrets } from '../redact.js';
 import {
   details,
   fence,
+  fileName,
   inertQuote,
   inlineCode,
   literalLines,
@@ -63,7 +64,9 @@ function render(input: PrBodyInput, d: Detail): string {
     `Fixes #${input.issueNumber}. Requested by @${input.triggeredBy}.`,
     finalMessage(result, d),
     testEvidence(result, d),
-    diffstatSection(result.patch, d),
+    harnessEvidence(result),
+    diffstatSection(result, d),
+    patchFactsSection(result),
     trajectorySection(result, d),
     budgets(result),
     input.trajectoryUrl
@@ -182,8 +185,19 @@ export function diffstat(patch: string): DiffStatFile[] {
   return files;
 }
 
-function diffstatSection(patch: string, d: Detail): string {
-  const files = diffstat(patch);
+/** git's own numstat from the policy step when there is one; the patch text otherwise. */
+function changedFiles(result: RunResult): DiffStatFile[] {
+  if (!result.patchFacts) return diffstat(result.patch);
+  return result.patchFacts.files.map((f) => ({
+    path: f.path,
+    added: f.added ?? 0,
+    removed: f.removed ?? 0,
+    binary: f.added === null,
+  }));
+}
+
+function diffstatSection(result: RunResult, d: Detail): string {
+  const files = changedFiles(result);
   const added = files.reduce((n, f) => n + f.added, 0);
   const removed = files.reduce((n, f) => n + f.removed, 0);
   const shown = files
@@ -196,6 +210,74 @@ function diffstatSection(patch: string, d: Detail): string {
   if (files.length > shown.length) shown.push(`… and ${files.length - shown.length} more files`);
   shown.push(`${files.length} file${files.length === 1 ? '' : 's'} changed, +${added} -${removed}`);
   return `## Changes\n\n${fence(shown.join('\n'))}`;
+}
+
+/**
+ * Next to the evidence: the verdict above ran the repository's own tests and harness; what the
+ * patch changes there is listed, and the agent's run with its own versions shown apart.
+ */
+function harnessEvidence(result: RunResult): string {
+  const facts = result.patchFacts;
+  const harness = facts?.harnessFiles ?? [];
+  const tests = facts?.testFiles ?? [];
+  if (harness.length === 0 && tests.length === 0 && !result.agentTests) return '';
+  const lines = ["### The test harness and the agent's own tests"];
+  if (harness.length > 0) {
+    lines.push(
+      `**This change modifies the test harness:** ${nameList(harness)}. The result above ran the repository's own harness as it was before the change; treat the agent's versions with suspicion.`,
+    );
+  }
+  if (tests.length > 0) {
+    lines.push(
+      `The agent added or changed these tests, which the result above does not include: ${nameList(tests)}.`,
+    );
+  }
+  const t = result.agentTests;
+  lines.push(
+    t
+      ? `The agent's own tests (the whole change, its tests and harness changes included; not the verdict): ${exitWords(t.exitCode, t.timedOut)}, exit code ${t.exitCode}, ${seconds(t.durationMs)}.`
+      : "The agent's own tests were not run.",
+  );
+  if (t && t.outputTail.trim()) {
+    lines.push(
+      details(
+        "Output of the agent's own tests (last lines)",
+        fence(tail(redactSecrets(t.outputTail), 2_000)),
+      ),
+    );
+  }
+  return lines.join('\n\n');
+}
+
+/** Links, binaries, mode changes and .gitattributes: invisible or easy to miss in a diff view. */
+function patchFactsSection(result: RunResult): string {
+  const facts = result.patchFacts;
+  if (!facts) return '';
+  const items: string[] = [];
+  for (const l of facts.symlinks)
+    items.push(`- symbolic link ${fileName(l.path)} → ${fileName(l.target)}`);
+  for (const b of facts.binaries)
+    items.push(
+      `- binary file ${fileName(b.path)}, ${b.size.toLocaleString('en-US')} bytes, mode ${b.mode}`,
+    );
+  for (const m of facts.modeChanges)
+    items.push(
+      `- mode ${m.oldMode === '000000' ? 'new' : m.oldMode} → ${m.newMode}: ${fileName(m.path)}`,
+    );
+  for (const g of facts.gitattributes)
+    items.push(
+      `- **${fileName(g)} changed**: attributes decide how git filters, converts and diffs files; check it before merging`,
+    );
+  if (items.length === 0) return '';
+  const shown =
+    items.length > 200 ? [...items.slice(0, 200), `- … and ${items.length - 200} more`] : items;
+  return ['### Links, binaries, mode changes and attributes', '', ...shown].join('\n');
+}
+
+function nameList(paths: readonly string[], max = 30): string {
+  const shown = paths.slice(0, max).map((p) => fileName(p));
+  if (paths.length > max) shown.push(`and ${paths.length - max} more`);
+  return shown.join(', ');
 }
 
 function trajectorySection(result: RunResult, d: Detail): string {
@@ -246,8 +328,8 @@ function seconds(ms: number): string {
 }
 
 /** The diffstat block of the PR body, in full detail (shared with `frognano solve`'s summary). */
-export function changesSection(patch: string): string {
-  return diffstatSection(patch, LEVELS[0] as Detail);
+export function changesSection(result: RunResult): string {
+  return diffstatSection(result, LEVELS[0] as Detail);
 }
 
 /** The step table of the PR body, in full detail (shared with `frognano solve`'s summary). */

@@ -9,8 +9,8 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { redactSecrets, registerSecret } from '../redact.js';
-import { gitAuthHeader } from '../runner/git-auth-header.js';
 import { commitMessage } from './commit-message.js';
+import { hostGitEnv } from '../runner/host-git-env.js';
 import type { GitHubClient } from './octokit.js';
 
 export interface GitResult {
@@ -98,36 +98,16 @@ export function branchFor(issueNumber: number): string {
 }
 
 /**
- * The environment every git command runs with: no system or global config (no user hooks,
- * templates or credential helpers), hooks disabled, no prompts, and - for http(s) remotes - the
- * token as an Authorization header scoped to the remote's origin.
+ * The environment every git command runs with (runner/host-git-env.ts, shared by every host git
+ * call): no system or global config, an empty HOME, hooks disabled, no prompts, and - for
+ * http(s) remotes - the token as an Authorization header scoped to the remote's origin.
  */
 export function gitEnvironment(home: string, gitUrl: string, token?: string): NodeJS.ProcessEnv {
-  const config: [string, string][] = [
-    ['core.hooksPath', '/dev/null'],
-    ['credential.helper', ''],
-    ['core.fsmonitor', 'false'],
-    ['protocol.ext.allow', 'never'],
-  ];
-  const header = gitAuthHeader(
-    gitUrl,
-    token ? { username: 'x-access-token', password: token } : undefined,
-  );
-  if (header) config.push(header);
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
-    HOME: home,
-    LANG: 'C.UTF-8',
-    GIT_CONFIG_NOSYSTEM: '1',
-    GIT_CONFIG_GLOBAL: '/dev/null',
-    GIT_TERMINAL_PROMPT: '0',
-    GIT_CONFIG_COUNT: String(config.length),
-  };
-  config.forEach(([key, value], i) => {
-    env[`GIT_CONFIG_KEY_${i}`] = key;
-    env[`GIT_CONFIG_VALUE_${i}`] = value;
+  return hostGitEnv({
+    home,
+    url: gitUrl,
+    credential: token ? { username: 'x-access-token', password: token } : undefined,
   });
-  return env;
 }
 
 export async function publishPatch(params: PublishParams): Promise<PublishResult> {

@@ -49,10 +49,28 @@ export interface WorkerDeps {
   git?: GitRunner;
   /** How long a run's trajectory is kept in a shared queue for serve to show (default 14 days). */
   artifactTtlSeconds?: number;
+  /**
+   * How long a run may take past its agent time limit (`timeout_minutes`: patch capture,
+   * the tests after the change, the policy) before the worker stops it. Default 15 minutes.
+   */
+  jobDeadlineGraceMs?: number;
+  /** After stopping an overdue run, how long to wait for it to wind down. Default 60 s. */
+  jobAbandonMs?: number;
 }
 
 /** REST calls kept back for the push (token), PR lookup/create, review request and final status. */
 const PUBLISH_RESERVE = 6;
+export const DEFAULT_JOB_DEADLINE_GRACE_MS = 15 * 60_000;
+const DEFAULT_JOB_ABANDON_MS = 60_000;
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** The run went past its time limit plus the grace; the worker stopped it. */
+class JobOverdue extends Error {
+  constructor(readonly limitMs: number) {
+    super('the run exceeded its time limit');
+    this.name = 'JobOverdue';
+  }
+}
 
 /** Where a run's trajectory is kept (outside the pipeline's work directories, which are reaped). */
 export function runOutDir(dataDir: string, runId: string): string {
@@ -122,7 +140,7 @@ export class WorkerPool {
       for (let run = await this.#claim(); run; run = await this.#claim()) {
         const claimed = run;
         const controller = new AbortController();
-        const done = this.#process(claimed, controller.signal)
+        const done = this.#process(claimed, controller)
           .catch(async (error: unknown) => {
             this.deps.log.error({ err: error, runId: claimed.id }, 'run crashed');
             await this.deps.queue.finish(claimed.id, 'failed', {
@@ -286,8 +304,9 @@ export class WorkerPool {
     });
   }
 
-  async #process(record: RunRecord<IssueJob>, signal: AbortSignal): Promise<void> {
+  async #process(record: RunRecord<IssueJob>, controller: AbortController): Promise<void> {
     const { deps } = this;
+    const { signal } = controller;
     const job = record.job;
     const log = deps.log.child({
       runId: record.id,
@@ -322,10 +341,36 @@ export class WorkerPool {
     let final: StatusState;
     let state: 'done' | 'failed' | 'cancelled' = 'failed';
     let outcome: string;
+    // The job-level deadline (**Ours**): armed when the agent starts with its time limit; a run
+    // still going that long plus the grace later is aborted, and abandoned if it will not stop.
+    let overdue: JobOverdue | undefined;
+    let deadlineTimer: NodeJS.Timeout | undefined;
+    let giveUp: (error: JobOverdue) => void = () => undefined;
+    const abandoned = new Promise<never>((_, reject) => (giveUp = reject));
+    abandoned.catch(() => undefined);
+    const armDeadline = (timeoutMs: number): void => {
+      if (deadlineTimer || overdue) return;
+      const limitMs = timeoutMs + (deps.jobDeadlineGraceMs ?? DEFAULT_JOB_DEADLINE_GRACE_MS);
+      deadlineTimer = setTimeout(
+        () => {
+          overdue = new JobOverdue(limitMs);
+          log.warn({ limitMs }, 'run exceeded its time limit; stopping it');
+          controller.abort(overdue);
+          deadlineTimer = setTimeout(
+            () => giveUp(overdue as JobOverdue),
+            deps.jobAbandonMs ?? DEFAULT_JOB_ABANDON_MS,
+          );
+        },
+        Math.min(limitMs, MAX_TIMER_MS),
+      );
+    };
     try {
       status.update({ kind: 'running', phase: 'clone', retried });
       let maxSteps: number | undefined;
       const onProgress = (event: RunProgress) => {
+        if (event.kind === 'phase' && event.phase === 'agent' && event.timeoutMs !== undefined) {
+          armDeadline(event.timeoutMs);
+        }
         if (event.kind === 'phase') {
           status.update({
             kind: 'running',
@@ -345,7 +390,7 @@ export class WorkerPool {
           });
         }
       };
-      const result = await deps.runPipeline({
+      const pipeline = deps.runPipeline({
         runId: record.id,
         instanceId: `${job.owner}/${job.repo}#${job.issueNumber}`,
         repo: gitUrl,
@@ -359,16 +404,26 @@ export class WorkerPool {
         signal,
         onProgress,
       });
+      pipeline.catch(() => undefined);
+      const result = await Promise.race([pipeline, abandoned]);
       outcome = result.outcome;
       if (result.trajectoryPath) await this.#shareTrajectory(record.id, result.trajectoryPath, log);
       const refusal =
         signal.aborted && result.outcome !== 'completed'
           ? { kind: 'cancelled' as const }
           : describeResult(result);
-      if (refusal) {
+      if (overdue) {
+        final = overdueStatus(overdue);
+        outcome = 'timed_out';
+      } else if (refusal) {
         final = refusal;
         state = refusal.kind === 'cancelled' ? 'cancelled' : 'failed';
-        if (refusal.kind === 'no-change') {
+        if (refusal.kind === 'no-change' && result.exitReason === 'llm_query_error') {
+          // The endpoint failed mid-run: a failure to retry, not the model choosing no change.
+          final = { kind: 'failed', reason: refusal.reason };
+          if (result.error) final.detail = result.error;
+          outcome = 'llm_query_error';
+        } else if (refusal.kind === 'no-change') {
           state = 'done';
           outcome = 'no_change';
         }
@@ -382,14 +437,22 @@ export class WorkerPool {
         outcome = final.kind === 'done' ? 'pull_request' : 'publish_failed';
       }
     } catch (error) {
-      log.error({ err: error }, 'run failed unexpectedly');
-      final = {
-        kind: 'failed',
-        reason: `an internal error stopped the run: ${redactSecrets(error instanceof Error ? error.message : String(error))}`,
-      };
-      outcome = 'internal_error';
+      if (overdue) {
+        if (error === overdue) log.error({ limitMs: overdue.limitMs }, 'overdue run did not stop');
+        final = overdueStatus(overdue);
+        outcome = 'timed_out';
+      } else {
+        log.error({ err: error }, 'run failed unexpectedly');
+        final = {
+          kind: 'failed',
+          reason: `an internal error stopped the run: ${redactSecrets(error instanceof Error ? error.message : String(error))}`,
+        };
+        outcome = 'internal_error';
+      }
+    } finally {
+      clearTimeout(deadlineTimer);
     }
-    if (this.#stopped && signal.aborted && state !== 'done') {
+    if (this.#stopped && signal.aborted && state !== 'done' && !overdue) {
       // Shutdown, not a cancel: the record stays `running`, so the next start requeues it once.
       await status.finish({ kind: 'interrupted' });
       log.info({ restCalls: budget.used }, 'run interrupted by shutdown');
@@ -472,6 +535,14 @@ export class WorkerPool {
       return publishFailure(error);
     }
   }
+}
+
+function overdueStatus(overdue: JobOverdue): StatusState {
+  const minutes = Math.round((overdue.limitMs / 60_000) * 10) / 10;
+  return {
+    kind: 'failed',
+    reason: `the run took longer than its time limit (timeout_minutes plus a grace for the tests, ${minutes} minutes in all) and was stopped. Nothing was published.`,
+  };
 }
 
 /**

@@ -116,6 +116,12 @@ const Limits = z.object({
 const LENGTH_FINISH_REASONS = new Set(['length', 'max_tokens', 'max_new_tokens']);
 const SUMMARY_TEXT_LIMIT = 200;
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * How long past the run's deadline a tool call may still take before it is abandoned (and
+ * its command killed). A Bash call's timeout is clamped to the deadline, so it normally
+ * returns its timed-out observation well within this.
+ */
+export const TOOL_DEADLINE_GRACE_MS = 2000;
 
 /** §5: the error text reads like a context overflow. */
 export function isContextOverflowError(text: string): boolean {
@@ -301,13 +307,23 @@ export async function runLeaf(options: LeafRunOptions): Promise<LeafRunResult> {
           stop = { reason: 'cancelled', error: null, finalMessage: '' };
           break;
         }
+        if (performance.now() >= deadline) {
+          stop = { reason: 'max_time', error: null, finalMessage: '' };
+          break;
+        }
         const toolStarted = performance.now();
         let observation: string;
         try {
-          observation = await raceAbort(
-            executeTool(sandbox, call.function.name, call.function.arguments),
-            signal,
-          );
+          const outcome = await runToolCall(sandbox, call.function, signal, deadline);
+          if (outcome === DEADLINE_PASSED) {
+            stop = { reason: 'max_time', error: null, finalMessage: '' };
+            logger?.warn(
+              { instanceId: options.instanceId, step: index, tool: call.function.name },
+              'tool call outlived the run deadline; abandoned',
+            );
+            break;
+          }
+          observation = outcome;
         } catch (error) {
           stop =
             error instanceof AbortedError
@@ -401,6 +417,50 @@ export async function runLeaf(options: LeafRunOptions): Promise<LeafRunResult> {
     toolCallFallbacks: fallbacks,
     trajectoryError,
   };
+}
+
+const DEADLINE_PASSED = Symbol('deadline passed');
+
+/**
+ * One tool call, raced against the run's deadline (**Ours**): a Bash timeout is clamped to the
+ * time left, and a call still running a grace period after the deadline is aborted and
+ * abandoned. The caller's cancel aborts the call too (its command is killed).
+ */
+async function runToolCall(
+  sandbox: Sandbox,
+  call: { name: string; arguments: string },
+  signal: AbortSignal | undefined,
+  deadline: number,
+): Promise<string | typeof DEADLINE_PASSED> {
+  const controller = new AbortController();
+  const onAbort = (): void => controller.abort();
+  signal?.addEventListener('abort', onAbort, { once: true });
+  const timeLeftMs = deadline - performance.now();
+  const finite = Number.isFinite(timeLeftMs);
+  const task = executeTool(sandbox, call.name, call.arguments, {
+    signal: controller.signal,
+    ...(finite ? { timeLeftMs } : {}),
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<typeof DEADLINE_PASSED>((resolve) => {
+    const wait = timeLeftMs + TOOL_DEADLINE_GRACE_MS;
+    if (finite && wait <= MAX_TIMER_MS) {
+      timer = setTimeout(() => resolve(DEADLINE_PASSED), Math.max(0, wait));
+    }
+  });
+  try {
+    const first = await raceAbort(Promise.race([task, expired]), signal);
+    if (first === DEADLINE_PASSED) {
+      // The abandoned call may still fail later; that is expected and must stay quiet.
+      task.catch(() => undefined);
+      controller.abort();
+    }
+    return first;
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', onAbort);
+    if (signal?.aborted) controller.abort();
+  }
 }
 
 type QueryOutcome = { ok: true; response: ModelResponse } | { ok: false; stop: Stop };

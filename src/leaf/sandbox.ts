@@ -26,6 +26,32 @@ export interface ExecResult {
   stderrDroppedChars: number;
   timedOut: boolean;
   durationMs: number;
+  /**
+   * Notes from the sandbox about this command (e.g. "[frognano sandbox] process limit
+   * reached"), already at the end of `stderr`; the tool layer repeats them after a
+   * truncated observation so the model always sees them.
+   */
+  notes?: string[];
+}
+
+/** Which numbered lines a Read shows (Leaf's offset/limit after int()). */
+export interface LinesRequest {
+  /** 1-based first line; values below 1 mean 1. */
+  offset: bigint;
+  /** Lines to show; 0 or negative: to the end. */
+  limit: bigint;
+  /** Code points of the body to return; the rest is only counted. */
+  maxChars: number;
+}
+
+/** Leaf's Read body (`<n>. <line>` joined by `\n`), computed next to the file. */
+export interface LinesRead {
+  /** The body's first `maxChars` code points. */
+  text: string;
+  /** The whole body's length in code points. */
+  totalChars: number;
+  /** The path with symlinks resolved, for display. */
+  realPath: string;
 }
 
 export interface FileRead {
@@ -51,6 +77,21 @@ export interface Sandbox {
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;
   /** Throws PythonError (e.g. FileNotFoundError) for a failing path. */
   readFile(path: string): Promise<FileRead>;
+  /**
+   * Leaf's Read of a text file (UTF-8 with replacement, universal newlines, str.splitlines()),
+   * streamed where the file is: the host only receives `maxChars` code points. Throws PythonError.
+   */
+  readLines(path: string, request: LinesRequest): Promise<LinesRead>;
+  /**
+   * Leaf's Edit after its argument checks: count `oldText`, refuse 0 or (without `replaceAll`)
+   * several matches with Leaf's ValueError, else replace and write, where the file is.
+   */
+  editFile(
+    path: string,
+    oldText: string,
+    newText: string,
+    replaceAll: boolean,
+  ): Promise<{ count: number; realPath: string }>;
   /** Creates parent directories. Returns the resolved path. Throws PythonError. */
   writeFile(path: string, data: Uint8Array): Promise<{ realPath: string }>;
   /** Python's glob.glob(pattern, recursive=True), keeping files only (is_file follows links). */

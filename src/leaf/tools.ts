@@ -22,16 +22,13 @@ import {
   decodeUtf8,
   encodeUtf8,
   fsencode,
-  hasLoneSurrogate,
   pyFloat,
   pyFormatFixed1,
   pyInt,
   pyMax,
   pyStr,
   pyTruthy,
-  splitlines,
   translateNewlines,
-  truncate,
   truthy,
 } from './python-text.js';
 import { type ExecResult, PythonError, type Sandbox, SandboxFailure } from './sandbox.js';
@@ -57,6 +54,11 @@ export function parseToolArguments(raw: string | null | undefined): PyDict {
 export interface ExecuteToolOptions {
   /** Cancels a running Bash command (its process group is killed). */
   signal?: AbortSignal;
+  /**
+   * The run's remaining wall-clock budget: a Bash timeout is clamped to it (**Ours**). The
+   * observation still names the timeout the model asked for, as Leaf would print it.
+   */
+  timeLeftMs?: number;
 }
 
 /** Runs one tool call and returns its observation. Throws only SandboxFailure. */
@@ -78,7 +80,7 @@ export async function executeTool(
       case 'Glob':
         return await glob(sandbox, args);
       case 'Bash':
-        return await bash(sandbox, args, options.signal);
+        return await bash(sandbox, args, options);
       default:
         return `Unknown tool: ${name}`;
     }
@@ -148,27 +150,25 @@ function optionalInt(value: PyValue | undefined, fallback: bigint): bigint {
   return pyInt(value);
 }
 
-function readText(data: Buffer): string {
-  // read_text(encoding="utf-8", errors="replace") opens in universal-newline mode.
-  return translateNewlines(decodeUtf8(data));
-}
-
 async function read(sandbox: Sandbox, args: PyDict): Promise<string> {
   const path = await toolPath(sandbox, args, 'file_path');
-  const file = await sandbox.readFile(path);
-  const lines = splitlines(readText(file.data));
-  const offset = bigMax(1n, optionalInt(args.get('offset'), 1n));
-  const limit = optionalInt(args.get('limit'), 0n);
-  const total = BigInt(lines.length);
-  const end = limit <= 0n ? total : bigMin(total, offset - 1n + limit);
-  const selected: string[] = [];
-  for (let index = offset - 1n; index < end; index++) {
-    selected.push(`${index + 1n}. ${lines[Number(index)]}`);
+  let offset: bigint;
+  let limit: bigint;
+  try {
+    offset = bigMax(1n, optionalInt(args.get('offset'), 1n));
+    limit = optionalInt(args.get('limit'), 0n);
+  } catch (error) {
+    // Leaf reads the file before it converts the arguments: a file error comes first.
+    await sandbox.readLines(path, { offset: 1n, limit: 1n, maxChars: 0 });
+    throw error;
   }
-  return truncate(
-    `${display(sandbox, file.realPath, path)}\n${selected.join('\n')}`,
-    READ_OUTPUT_LIMIT,
-  );
+  // The sandbox numbers the lines next to the file and sends only what can be shown, so a
+  // huge file never reaches the host's memory (**Ours**; the text is Leaf's).
+  const lines = await sandbox.readLines(path, { offset, limit, maxChars: READ_OUTPUT_LIMIT });
+  const visible = `${display(sandbox, lines.realPath, path)}\n${lines.text}`;
+  const total = cpLength(visible) - cpLength(lines.text) + lines.totalChars;
+  if (total <= READ_OUTPUT_LIMIT) return visible;
+  return `${cpSlice(visible, 0, READ_OUTPUT_LIMIT)}\n[truncated ${total - READ_OUTPUT_LIMIT} chars]`;
 }
 
 async function write(sandbox: Sandbox, args: PyDict): Promise<string> {
@@ -186,21 +186,13 @@ async function edit(sandbox: Sandbox, args: PyDict): Promise<string> {
   const oldText = pyStr(orElse(args, 'old_string', ''));
   const newText = pyStr(orElse(args, 'new_string', ''));
   if (!oldText) throw new PythonError('ValueError', 'old_string must be non-empty');
-  const text = readText((await sandbox.readFile(path)).data);
-  // Decoded text never holds a lone surrogate, so such an old_string cannot occur in it
-  // (JavaScript would otherwise match half of a surrogate pair).
-  const pieces = hasLoneSurrogate(oldText) ? [text] : text.split(oldText);
-  const count = pieces.length - 1;
-  const replaceAll = truthy(args.get('replace_all'));
-  if (count === 0) throw new PythonError('ValueError', 'old_string was not found');
-  if (count !== 1 && !replaceAll) {
-    throw new PythonError(
-      'ValueError',
-      `old_string matched ${count} times; set replace_all=true or use a more specific old_string`,
-    );
-  }
-  // Without replace_all there is exactly one match here, so "first only" and "all" agree.
-  const { realPath } = await sandbox.writeFile(path, encodeUtf8(pieces.join(newText)));
+  // Counted and replaced where the file is, so the host never holds the file (**Ours**).
+  const { count, realPath } = await sandbox.editFile(
+    path,
+    oldText,
+    newText,
+    truthy(args.get('replace_all')),
+  );
   return `Edited ${display(sandbox, realPath, path)} (${count} replacement${count === 1 ? '' : 's'}).`;
 }
 
@@ -244,11 +236,7 @@ export function bashTimeoutSeconds(args: PyDict): number {
   return pyMax(0.1, value > 1000 ? value / 1000 : value);
 }
 
-async function bash(
-  sandbox: Sandbox,
-  args: PyDict,
-  signal: AbortSignal | undefined,
-): Promise<string> {
+async function bash(sandbox: Sandbox, args: PyDict, options: ExecuteToolOptions): Promise<string> {
   const command = pyStr(orElse(args, 'command', ''));
   if (!command) throw new PythonError('ValueError', 'command is required');
   const timeout = bashTimeoutSeconds(args);
@@ -256,8 +244,11 @@ async function bash(
   fsencode(command);
   if (command.includes('\0')) throw new PythonError('ValueError', 'embedded null byte');
   refuseOversizedTimeout(pyMax(0.1, timeout));
+  const asked = pyMax(0.1, timeout) * 1000;
+  const { signal, timeLeftMs } = options;
   const result = await sandbox.exec(command, {
-    timeoutMs: pyMax(0.1, timeout) * 1000,
+    // A command never outlives the run: the timeout is cut to the budget left.
+    timeoutMs: timeLeftMs === undefined ? asked : Math.min(asked, Math.max(0, timeLeftMs)),
     maxOutputBytes: BASH_STREAM_CAP_BYTES,
     ...(signal ? { signal } : {}),
   });
@@ -289,12 +280,28 @@ function bashObservation(
   result: ExecResult,
   finish: (text: string) => string,
 ): string {
+  const observation = leafBashObservation(status, result, finish);
+  const notes = result.notes ?? [];
+  // The sandbox's notes end stderr; when truncation cut them off, they follow the marker.
+  if (notes.length === 0 || observation.endsWith(notes.join('\n') + '\n')) return observation;
+  return `${observation}\n${notes.join('\n')}`;
+}
+
+function leafBashObservation(
+  status: string,
+  result: ExecResult,
+  finish: (text: string) => string,
+): string {
   const stdout = finish(decodeUtf8(result.stdout));
   const stderr = finish(decodeUtf8(result.stderr));
   const head = `${status}\nSTDOUT:\n${stdout}`;
   const full = `${head}\nSTDERR:\n${stderr}`;
   const dropped = result.stdoutDroppedChars + result.stderrDroppedChars;
-  if (dropped === 0) return truncate(full, BASH_OUTPUT_LIMIT);
+  if (dropped === 0) {
+    const length = cpLength(full);
+    if (length <= BASH_OUTPUT_LIMIT) return full;
+    return `${cpSlice(full, 0, BASH_OUTPUT_LIMIT)}\n[truncated ${length - BASH_OUTPUT_LIMIT} chars]`;
+  }
   // Output was drained: the kept bytes still hold the visible prefix; the dropped count
   // adds the code points that were only counted.
   const total = cpLength(full) + dropped;
@@ -305,8 +312,4 @@ function bashObservation(
 
 function bigMax(a: bigint, b: bigint): bigint {
   return b > a ? b : a;
-}
-
-function bigMin(a: bigint, b: bigint): bigint {
-  return b < a ? b : a;
 }

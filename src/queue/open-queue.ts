@@ -41,6 +41,8 @@ export interface OpenQueueOptions {
   dataDir: string;
   /** sqlite: runs at once in the data directory; bullmq: runs at once in this process. */
   concurrency: number;
+  /** A delivery whose raw body was seen within this window is a replay. */
+  replayWindowMs?: number;
   /** This process claims runs (bullmq opens a BullMQ worker and its stalled-run check). */
   worker: boolean;
 }
@@ -48,13 +50,18 @@ export interface OpenQueueOptions {
 export async function openQueue<J>(options: OpenQueueOptions): Promise<Queue<J>> {
   const config = loadQueueConfig(options.env);
   if (!config.FROGNANO_REDIS_URL) {
-    return SqliteQueue.open<J>({ dataDir: options.dataDir, concurrency: options.concurrency });
+    return SqliteQueue.open<J>({
+      dataDir: options.dataDir,
+      concurrency: options.concurrency,
+      replayWindowMs: options.replayWindowMs,
+    });
   }
   return RedisQueue.open<J>({
     url: config.FROGNANO_REDIS_URL,
     prefix: config.FROGNANO_REDIS_PREFIX,
     concurrency: options.concurrency,
     worker: options.worker,
+    replayWindowMs: options.replayWindowMs,
     lockMs: Math.round(config.FROGNANO_LOST_WORKER_SECONDS * 1000),
   });
 }

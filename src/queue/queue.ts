@@ -5,8 +5,9 @@
 // - runs: one row per run; a partial unique index allows one active (queued/running) run per key.
 // - notes: small per-key facts that outlive runs (the status comment id of an issue).
 // It knows nothing of GitHub: jobs are opaque JSON, keys are strings.
-// One process owns a data directory at a time (embedded mode); several machines use a shared
-// queue instead.
+// The schema carries its version in PRAGMA user_version and migrates forward on open.
+// One intake and one worker process own a data directory at a time (see data-dir-lock.ts);
+// several machines use a shared queue instead.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -29,6 +30,8 @@ export interface RunRecord<J = unknown> {
   finishedAt?: number;
   outcome?: string;
   summary?: string;
+  /** Queued but not claimable yet: accepted at once, waiting for a check (the sender's permission). */
+  held: boolean;
 }
 
 export type EnqueueResult<J> =
@@ -49,7 +52,15 @@ export interface QueueOptions {
   concurrency: number;
   /** Claims per run before an interrupted run is reported failed instead of requeued. */
   maxAttempts?: number;
+  /** A delivery whose raw body was seen within this window is a replay (default 7 days). */
+  replayWindowMs?: number;
 }
+
+/** What `admit` made of a delivery. */
+export type AdmitResult<J> =
+  | { status: 'duplicate' }
+  | { status: 'replay'; firstDeliveryId: string }
+  | { status: 'recorded'; enqueued?: EnqueueResult<J> };
 
 interface RunRow {
   seq: number;
@@ -66,9 +77,12 @@ interface RunRow {
   finished_at: number | null;
   outcome: string | null;
   summary: string | null;
+  held: number;
 }
 
-const SCHEMA = `
+// Version 0: the schema as first released (no user_version). Kept verbatim so an old file and a
+// new one go through the same migrations.
+const SCHEMA_V0 = `
 CREATE TABLE IF NOT EXISTS deliveries (
   delivery_id TEXT PRIMARY KEY,
   event TEXT NOT NULL,
@@ -102,12 +116,25 @@ CREATE TABLE IF NOT EXISTS notes (
 );
 `;
 
-const DELIVERY_RETENTION_MS = 14 * 24 * 3600 * 1000;
+/** MIGRATIONS[i] takes the schema from version i to i + 1. Append only; never edit a shipped one. */
+const MIGRATIONS: string[] = [
+  // 1: replay detection on the raw body; runs accepted before their permission check.
+  `ALTER TABLE deliveries ADD COLUMN body_sha256 TEXT;
+   CREATE INDEX deliveries_by_body ON deliveries(body_sha256, received_at);
+   ALTER TABLE runs ADD COLUMN held INTEGER NOT NULL DEFAULT 0;`,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+const DAY_MS = 24 * 3600 * 1000;
+const DELIVERY_RETENTION_MS = 14 * DAY_MS;
+export const DEFAULT_REPLAY_WINDOW_MS = 7 * DAY_MS;
 
 export class RunQueue<J = unknown> {
   readonly path: string;
   readonly concurrency: number;
   readonly maxAttempts: number;
+  readonly replayWindowMs: number;
   readonly #db: Database.Database;
 
   private constructor(options: QueueOptions) {
@@ -115,14 +142,42 @@ export class RunQueue<J = unknown> {
     this.path = join(options.dataDir, 'frognano.sqlite');
     this.concurrency = options.concurrency;
     this.maxAttempts = options.maxAttempts ?? 2;
+    this.replayWindowMs = options.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS;
     this.#db = new Database(this.path);
-    this.#db.pragma('journal_mode = WAL');
-    this.#db.pragma('busy_timeout = 5000');
-    this.#db.pragma('synchronous = NORMAL');
-    this.#db.exec(SCHEMA);
-    this.#db
-      .prepare(`DELETE FROM deliveries WHERE state = 'done' AND received_at < ?`)
-      .run(Date.now() - DELIVERY_RETENTION_MS);
+    try {
+      this.#db.pragma('journal_mode = WAL');
+      this.#db.pragma('busy_timeout = 5000');
+      this.#db.pragma('synchronous = NORMAL');
+      this.#migrate();
+    } catch (error) {
+      this.#db.close();
+      throw error;
+    }
+    this.pruneDeliveries(Date.now() - Math.max(DELIVERY_RETENTION_MS, this.replayWindowMs));
+  }
+
+  /** Brings any earlier schema (version 0 included) to SCHEMA_VERSION, in one transaction. */
+  #migrate(): void {
+    const tx = this.#db.transaction(() => {
+      const from = this.schemaVersion();
+      if (from > SCHEMA_VERSION) {
+        throw new Error(
+          `${this.path} has schema version ${from}, newer than this frognano-bot understands (${SCHEMA_VERSION}): upgrade frognano-bot or point FROGNANO_DATA_DIR elsewhere`,
+        );
+      }
+      if (from === SCHEMA_VERSION) return;
+      if (from === 0) this.#db.exec(SCHEMA_V0);
+      for (let version = from; version < SCHEMA_VERSION; version++) {
+        this.#db.exec(MIGRATIONS[version] as string);
+      }
+      this.#db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    });
+    // IMMEDIATE: a serve and a worker process starting together must not both migrate.
+    tx.immediate();
+  }
+
+  schemaVersion(): number {
+    return this.#db.pragma('user_version', { simple: true }) as number;
   }
 
   static open<J = unknown>(options: QueueOptions): RunQueue<J> {
@@ -137,13 +192,59 @@ export class RunQueue<J = unknown> {
   }
 
   /** Records a webhook delivery; false when this delivery id was seen before. */
-  recordDelivery(deliveryId: string, event: string, payload: unknown): boolean {
+  recordDelivery(
+    deliveryId: string,
+    event: string,
+    payload: unknown,
+    bodySha256?: string,
+  ): boolean {
     const info = this.#db
       .prepare(
-        `INSERT OR IGNORE INTO deliveries (delivery_id, event, payload, received_at) VALUES (?, ?, ?, ?)`,
+        `INSERT OR IGNORE INTO deliveries (delivery_id, event, payload, received_at, body_sha256) VALUES (?, ?, ?, ?, ?)`,
       )
-      .run(deliveryId, event, JSON.stringify(payload), Date.now());
+      .run(deliveryId, event, JSON.stringify(payload), Date.now(), bodySha256 ?? null);
     return info.changes === 1;
+  }
+
+  /**
+   * Accepts a delivery in one transaction: refused when its id was seen, or when the same raw
+   * body arrived within the replay window under another id (the signature does not cover the
+   * delivery id); otherwise recorded as pending and, when `run` is given, its run enqueued
+   * (held, when asked, until `release`).
+   */
+  admit(input: {
+    deliveryId: string;
+    event: string;
+    payload: unknown;
+    bodySha256?: string;
+    run?: { key: string; job: J; held?: boolean };
+  }): AdmitResult<J> {
+    const tx = this.#db.transaction((): AdmitResult<J> => {
+      const now = Date.now();
+      if (
+        this.#db.prepare(`SELECT 1 FROM deliveries WHERE delivery_id = ?`).get(input.deliveryId)
+      ) {
+        return { status: 'duplicate' };
+      }
+      if (input.bodySha256) {
+        const first = this.#db
+          .prepare(
+            `SELECT delivery_id FROM deliveries WHERE body_sha256 = ? AND received_at >= ? ORDER BY received_at LIMIT 1`,
+          )
+          .get(input.bodySha256, now - this.replayWindowMs) as { delivery_id: string } | undefined;
+        if (first) return { status: 'replay', firstDeliveryId: first.delivery_id };
+      }
+      this.recordDelivery(input.deliveryId, input.event, input.payload, input.bodySha256);
+      if (!input.run) return { status: 'recorded' };
+      const enqueued = this.enqueue({
+        key: input.run.key,
+        job: input.run.job,
+        deliveryId: input.deliveryId,
+        held: input.run.held,
+      });
+      return { status: 'recorded', enqueued };
+    });
+    return tx.immediate();
   }
 
   pendingDeliveries(): PendingDelivery[] {
@@ -167,8 +268,17 @@ export class RunQueue<J = unknown> {
       .run(deliveryId);
   }
 
-  /** Enqueues unless this key already has an active run or this delivery already made one. */
-  enqueue(input: { key: string; job: J; deliveryId?: string; id?: string }): EnqueueResult<J> {
+  /**
+   * Enqueues unless this key already has an active run or this delivery already made one. A held
+   * run counts for positions and blocks its key, but no worker claims it before `release`.
+   */
+  enqueue(input: {
+    key: string;
+    job: J;
+    deliveryId?: string;
+    id?: string;
+    held?: boolean;
+  }): EnqueueResult<J> {
     const tx = this.#db.transaction((): EnqueueResult<J> => {
       if (input.deliveryId) {
         const seen = this.#db
@@ -181,13 +291,43 @@ export class RunQueue<J = unknown> {
       const id = input.id ?? randomUUID();
       this.#db
         .prepare(
-          `INSERT INTO runs (id, key, delivery_id, state, job, created_at) VALUES (?, ?, ?, 'queued', ?, ?)`,
+          `INSERT INTO runs (id, key, delivery_id, state, job, created_at, held) VALUES (?, ?, ?, 'queued', ?, ?, ?)`,
         )
-        .run(id, input.key, input.deliveryId ?? null, JSON.stringify(input.job), Date.now());
+        .run(
+          id,
+          input.key,
+          input.deliveryId ?? null,
+          JSON.stringify(input.job),
+          Date.now(),
+          input.held ? 1 : 0,
+        );
       const run = this.get(id) as RunRecord<J>;
       return { status: 'queued', run, position: this.position(id) ?? 1 };
     });
     return tx.immediate();
+  }
+
+  /** Makes a held run claimable; false when it is not a held queued run (cancelled meanwhile). */
+  release(id: string): boolean {
+    const info = this.#db
+      .prepare(`UPDATE runs SET held = 0 WHERE id = ? AND state = 'queued' AND held = 1`)
+      .run(id);
+    return info.changes === 1;
+  }
+
+  /** Removes a held run that must never run (its trigger was refused); false when not held. */
+  discard(id: string): boolean {
+    const info = this.#db
+      .prepare(`DELETE FROM runs WHERE id = ? AND state = 'queued' AND held = 1`)
+      .run(id);
+    return info.changes === 1;
+  }
+
+  /** The run a delivery made, if any. */
+  runForDelivery(deliveryId: string): RunRecord<J> | undefined {
+    const row = this.#db.prepare(`SELECT * FROM runs WHERE delivery_id = ?`).get(deliveryId) as
+      RunRow | undefined;
+    return row ? toRecord<J>(row) : undefined;
   }
 
   /** Moves the oldest queued run to `running` when the global limit allows; else undefined. */
@@ -198,7 +338,7 @@ export class RunQueue<J = unknown> {
         .get() as { n: number };
       if (running.n >= this.concurrency) return undefined;
       const next = this.#db
-        .prepare(`SELECT id FROM runs WHERE state = 'queued' ORDER BY seq LIMIT 1`)
+        .prepare(`SELECT id FROM runs WHERE state = 'queued' AND held = 0 ORDER BY seq LIMIT 1`)
         .get() as { id: string } | undefined;
       if (!next) return undefined;
       this.#db
@@ -247,7 +387,7 @@ export class RunQueue<J = unknown> {
     return row?.cancel_requested === 1;
   }
 
-  /** 1-based place among queued runs; undefined when the run is not queued. */
+  /** 1-based place among queued runs (held ones included); undefined when the run is not queued. */
   position(id: string): number | undefined {
     const row = this.#db
       .prepare(
@@ -317,6 +457,31 @@ export class RunQueue<J = unknown> {
     return tx.immediate();
   }
 
+  /** Deletes finished runs (done, failed, cancelled) that finished before `before`; their ids. */
+  pruneFinished(before: number): string[] {
+    const tx = this.#db.transaction(() => {
+      const rows = this.#db
+        .prepare(
+          `SELECT id FROM runs WHERE state IN ('done', 'failed', 'cancelled') AND finished_at < ?`,
+        )
+        .all(before) as { id: string }[];
+      this.#db
+        .prepare(
+          `DELETE FROM runs WHERE state IN ('done', 'failed', 'cancelled') AND finished_at < ?`,
+        )
+        .run(before);
+      return rows.map((r) => r.id);
+    });
+    return tx.immediate();
+  }
+
+  /** Forgets handled deliveries received before `before` (their ids and body hashes). */
+  pruneDeliveries(before: number): number {
+    return this.#db
+      .prepare(`DELETE FROM deliveries WHERE state = 'done' AND received_at < ?`)
+      .run(before).changes;
+  }
+
   getNote(key: string, name: string): string | undefined {
     const row = this.#db
       .prepare(`SELECT value FROM notes WHERE key = ? AND name = ?`)
@@ -352,5 +517,6 @@ function toRecord<J>(row: RunRow): RunRecord<J> {
     finishedAt: row.finished_at ?? undefined,
     outcome: row.outcome ?? undefined,
     summary: row.summary ?? undefined,
+    held: row.held === 1,
   };
 }

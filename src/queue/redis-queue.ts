@@ -15,7 +15,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { Queue as BullQueue, Worker as BullWorker, type Job as BullJob } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { FinishState, PendingDelivery, Queue, RunRecord, RunState } from './types.js';
-import type { EnqueueResult } from './queue.js';
+import { DEFAULT_REPLAY_WINDOW_MS, type AdmitResult, type EnqueueResult } from './queue.js';
 
 export interface RedisQueueOptions {
   url: string;
@@ -27,6 +27,8 @@ export interface RedisQueueOptions {
   lockMs?: number;
   /** Handled delivery ids are remembered this long for deduplication (default 14 days). */
   deliveryRetentionMs?: number;
+  /** A delivery whose raw body was seen within this window is a replay (default 7 days). */
+  replayWindowMs?: number;
   /** Open a BullMQ worker (claims, stalled checks); serve-only processes leave it off. */
   worker?: boolean;
 }
@@ -35,20 +37,82 @@ const BULL_QUEUE = 'runs';
 const DAY_MS = 24 * 3600 * 1000;
 
 // KEYS: none (all keys derive from the prefix in ARGV[1]; one Redis, not a cluster).
-const ENQUEUE = `
-local p, key, d, id, now, held, job = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
-if d ~= '' and redis.call('EXISTS', p..'bydelivery:'..d) == 1 then return {'duplicate'} end
-local active = redis.call('GET', p..'active:'..key)
-if active then return {'active', active} end
-local seq = redis.call('INCR', p..'seq')
-redis.call('HSET', p..'run:'..id, 'key', key, 'deliveryId', d, 'state', 'queued', 'attempts', 0,
-  'cancel', 0, 'rest', 0, 'createdAt', now, 'held', held, 'seq', seq)
-redis.call('SET', p..'job:'..id, job)
-redis.call('ZADD', p..'runs', seq, id)
-redis.call('ZADD', p..'queued', seq, id)
-redis.call('SET', p..'active:'..key, id)
-if d ~= '' then redis.call('SET', p..'bydelivery:'..d, id) end
-return {'queued', id, redis.call('ZRANK', p..'queued', id) + 1}
+const ENQUEUE_FN = `
+local function enqueue(p, key, d, id, now, held, job)
+  if d ~= '' and redis.call('EXISTS', p..'bydelivery:'..d) == 1 then return {'duplicate'} end
+  local active = redis.call('GET', p..'active:'..key)
+  if active then return {'active', active} end
+  local seq = redis.call('INCR', p..'seq')
+  redis.call('HSET', p..'run:'..id, 'key', key, 'deliveryId', d, 'state', 'queued', 'attempts', 0,
+    'cancel', 0, 'rest', 0, 'createdAt', now, 'held', held, 'seq', seq)
+  redis.call('SET', p..'job:'..id, job)
+  redis.call('ZADD', p..'runs', seq, id)
+  redis.call('ZADD', p..'queued', seq, id)
+  redis.call('SET', p..'active:'..key, id)
+  if d ~= '' then redis.call('SET', p..'bydelivery:'..d, id) end
+  return {'queued', id, redis.call('ZRANK', p..'queued', id) + 1}
+end
+`;
+
+const ENQUEUE = `${ENQUEUE_FN}
+return enqueue(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
+`;
+
+const RECORD_FN = `
+local function record(p, d, event, payload, now, sha, window)
+  if redis.call('EXISTS', p..'dlv:'..d) == 1 then return 0 end
+  redis.call('HSET', p..'dlv:'..d, 'event', event, 'payload', payload, 'state', 'pending', 'receivedAt', now)
+  redis.call('ZADD', p..'pending', now, d)
+  if sha ~= '' then redis.call('SET', p..'body:'..sha, d, 'NX', 'PX', window) end
+  return 1
+end
+`;
+
+const RECORD_DELIVERY = `${RECORD_FN}
+return record(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
+`;
+
+// ARGV: p, delivery, event, payload, now, sha, window, key ('' = no run), id, held, job
+const ADMIT = `${ENQUEUE_FN}${RECORD_FN}
+local p, d, now, sha = ARGV[1], ARGV[2], ARGV[5], ARGV[6]
+if redis.call('EXISTS', p..'dlv:'..d) == 1 then return {'duplicate'} end
+if sha ~= '' then
+  local first = redis.call('GET', p..'body:'..sha)
+  if first then return {'replay', first} end
+end
+record(p, d, ARGV[3], ARGV[4], now, sha, ARGV[7])
+if ARGV[8] == '' then return {'recorded'} end
+local r = enqueue(p, ARGV[8], d, ARGV[9], now, ARGV[10], ARGV[11])
+return {'recorded', r[1], r[2], r[3]}
+`;
+
+const RELEASE = `
+local p, id = ARGV[1], ARGV[2]
+local r = p..'run:'..id
+if redis.call('HGET', r, 'state') ~= 'queued' or redis.call('HGET', r, 'held') ~= '1' then return 0 end
+redis.call('HSET', r, 'held', 0)
+return 1
+`;
+
+// Also used by retention: ARGV[3] '1' = only a held queued run, else only a finished one
+// finished before ARGV[4].
+const DELETE_RUN = `
+local p, id, heldOnly, before = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local r = p..'run:'..id
+local st = redis.call('HGET', r, 'state')
+if heldOnly == '1' then
+  if st ~= 'queued' or redis.call('HGET', r, 'held') ~= '1' then return 0 end
+else
+  if st ~= 'done' and st ~= 'failed' and st ~= 'cancelled' then return 0 end
+  if tonumber(redis.call('HGET', r, 'finishedAt') or '0') >= before then return 0 end
+end
+local key, d = redis.call('HGET', r, 'key'), redis.call('HGET', r, 'deliveryId')
+if redis.call('GET', p..'active:'..key) == id then redis.call('DEL', p..'active:'..key) end
+if d and d ~= '' and redis.call('GET', p..'bydelivery:'..d) == id then redis.call('DEL', p..'bydelivery:'..d) end
+redis.call('DEL', r, p..'job:'..id)
+redis.call('ZREM', p..'runs', id)
+redis.call('ZREM', p..'queued', id)
+return 1
 `;
 
 // A claim of a queued run, or of a running one whose worker was lost (BullMQ requeued its job).
@@ -108,14 +172,6 @@ redis.call('ZADD', p..'queued', tonumber(redis.call('HGET', r, 'seq')), id)
 return 1
 `;
 
-const RECORD_DELIVERY = `
-local p, d, event, payload, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-if redis.call('EXISTS', p..'dlv:'..d) == 1 then return 0 end
-redis.call('HSET', p..'dlv:'..d, 'event', event, 'payload', payload, 'state', 'pending', 'receivedAt', now)
-redis.call('ZADD', p..'pending', now, d)
-return 1
-`;
-
 const COMPLETE_DELIVERY = `
 local p, d, ttl = ARGV[1], ARGV[2], ARGV[3]
 local k = p..'dlv:'..d
@@ -138,6 +194,7 @@ export class RedisQueue<J = unknown> implements Queue<J> {
   readonly #bull: BullQueue;
   readonly #worker: BullWorker | undefined;
   readonly #deliveryRetentionMs: number;
+  readonly #replayWindowMs: number;
   /** Runs this process holds: BullMQ job, lock token, lock renewal timer. */
   readonly #held = new Map<string, { job: BullJob; token: string; timer: NodeJS.Timeout }>();
   #claiming = 0;
@@ -148,7 +205,11 @@ export class RedisQueue<J = unknown> implements Queue<J> {
     this.concurrency = options.concurrency;
     this.prefix = options.prefix ?? 'frognano';
     this.lockMs = options.lockMs ?? 30_000;
-    this.#deliveryRetentionMs = options.deliveryRetentionMs ?? 14 * DAY_MS;
+    this.#replayWindowMs = options.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS;
+    this.#deliveryRetentionMs = Math.max(
+      options.deliveryRetentionMs ?? 14 * DAY_MS,
+      this.#replayWindowMs,
+    );
     this.#p = `${this.prefix}:fn:`;
     this.#redis = redis;
     const connection = { url: options.url, maxRetriesPerRequest: null };
@@ -203,14 +264,77 @@ export class RedisQueue<J = unknown> implements Queue<J> {
     this.#redis.disconnect();
   }
 
-  async recordDelivery(deliveryId: string, event: string, payload: unknown): Promise<boolean> {
+  async recordDelivery(
+    deliveryId: string,
+    event: string,
+    payload: unknown,
+    bodySha256?: string,
+  ): Promise<boolean> {
     const fresh = await this.#eval(RECORD_DELIVERY, [
       deliveryId,
       event,
       JSON.stringify(payload),
       String(Date.now()),
+      bodySha256 ?? '',
+      String(this.#replayWindowMs),
     ]);
     return fresh === 1;
+  }
+
+  async admit(input: {
+    deliveryId: string;
+    event: string;
+    payload: unknown;
+    bodySha256?: string;
+    run?: { key: string; job: J; held?: boolean };
+  }): Promise<AdmitResult<J>> {
+    const reply = (await this.#eval(ADMIT, [
+      input.deliveryId,
+      input.event,
+      JSON.stringify(input.payload),
+      String(Date.now()),
+      input.bodySha256 ?? '',
+      String(this.#replayWindowMs),
+      input.run?.key ?? '',
+      randomUUID(),
+      input.run?.held ? '1' : '0',
+      JSON.stringify(input.run?.job ?? null),
+    ])) as string[];
+    if (reply[0] === 'duplicate') return { status: 'duplicate' };
+    if (reply[0] === 'replay') return { status: 'replay', firstDeliveryId: reply[1] as string };
+    if (!input.run || reply.length < 2) return { status: 'recorded' };
+    return {
+      status: 'recorded',
+      enqueued: await this.#enqueued(reply.slice(1), !!input.run.held),
+    };
+  }
+
+  async release(id: string): Promise<boolean> {
+    if ((await this.#eval(RELEASE, [id])) !== 1) return false;
+    await this.#addJob(id);
+    return true;
+  }
+
+  async discard(id: string): Promise<boolean> {
+    return (await this.#eval(DELETE_RUN, [id, '1', '0'])) === 1;
+  }
+
+  async runForDelivery(deliveryId: string): Promise<RunRecord<J> | undefined> {
+    const id = await this.#redis.get(`${this.#p}bydelivery:${deliveryId}`);
+    return id ? this.get(id) : undefined;
+  }
+
+  async pruneFinished(before: number): Promise<string[]> {
+    const pruned: string[] = [];
+    for (const id of await this.#redis.zrange(`${this.#p}runs`, '0', '-1')) {
+      if ((await this.#eval(DELETE_RUN, [id, '0', String(before)])) === 1) pruned.push(id);
+    }
+    return pruned;
+  }
+
+  async pruneDeliveries(): Promise<number> {
+    // Handled deliveries carry their own expiry in Redis (retention or replay window).
+    return 0;
   }
 
   async pendingDeliveries(): Promise<PendingDelivery[]> {
@@ -248,11 +372,15 @@ export class RedisQueue<J = unknown> implements Queue<J> {
       input.held ? '1' : '0',
       JSON.stringify(input.job),
     ])) as string[];
+    return this.#enqueued(reply, !!input.held);
+  }
+
+  async #enqueued(reply: string[], held: boolean): Promise<EnqueueResult<J>> {
     if (reply[0] === 'duplicate') return { status: 'duplicate' };
     const run = await this.get(reply[1] as string);
     if (!run) throw new Error(`run ${reply[1]} vanished from Redis while being enqueued`);
     if (reply[0] === 'active') return { status: 'active', run };
-    if (!input.held) await this.#addJob(run.id);
+    if (!held) await this.#addJob(run.id);
     return { status: 'queued', run, position: Number(reply[2]) };
   }
 
@@ -503,6 +631,7 @@ function toRecord<J>(id: string, h: Record<string, string>, job: string): RunRec
     finishedAt: num(h.finishedAt),
     outcome: str(h.outcome),
     summary: str(h.summary),
+    held: h.held === '1',
   };
 }
 

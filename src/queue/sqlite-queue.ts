@@ -2,6 +2,7 @@
 // shared by the processes of one host; nothing to copy, so artifacts stay on disk.
 import { RunQueue, type QueueOptions } from './queue.js';
 import type {
+  AdmitResult,
   EnqueueResult,
   FinishState,
   PendingDelivery,
@@ -27,8 +28,37 @@ export class SqliteQueue<J = unknown> implements Queue<J> {
     return this.runs.maxAttempts;
   }
 
-  async recordDelivery(deliveryId: string, event: string, payload: unknown): Promise<boolean> {
-    return this.runs.recordDelivery(deliveryId, event, payload);
+  async recordDelivery(
+    deliveryId: string,
+    event: string,
+    payload: unknown,
+    bodySha256?: string,
+  ): Promise<boolean> {
+    return this.runs.recordDelivery(deliveryId, event, payload, bodySha256);
+  }
+
+  async admit(input: Parameters<RunQueue<J>['admit']>[0]): Promise<AdmitResult<J>> {
+    return this.runs.admit(input);
+  }
+
+  async release(id: string): Promise<boolean> {
+    return this.runs.release(id);
+  }
+
+  async discard(id: string): Promise<boolean> {
+    return this.runs.discard(id);
+  }
+
+  async runForDelivery(deliveryId: string): Promise<RunRecord<J> | undefined> {
+    return this.runs.runForDelivery(deliveryId);
+  }
+
+  async pruneFinished(before: number): Promise<string[]> {
+    return this.runs.pruneFinished(before);
+  }
+
+  async pruneDeliveries(before: number): Promise<number> {
+    return this.runs.pruneDeliveries(before);
   }
 
   async pendingDeliveries(): Promise<PendingDelivery[]> {
@@ -44,6 +74,7 @@ export class SqliteQueue<J = unknown> implements Queue<J> {
     job: J;
     deliveryId?: string;
     id?: string;
+    held?: boolean;
   }): Promise<EnqueueResult<J>> {
     return this.runs.enqueue(input);
   }

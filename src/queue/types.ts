@@ -1,9 +1,9 @@
 // The queue's one door: everything outside src/queue/ talks to a `Queue<J>`, never to a backend.
 // Two backends keep the same contract (test/queue/contract.test.ts): `sqlite`, the embedded
 // default (one data directory), and `bullmq` (BullMQ on Redis: serve and workers on many hosts).
-import type { EnqueueResult, PendingDelivery, RunRecord, RunState } from './queue.js';
+import type { AdmitResult, EnqueueResult, PendingDelivery, RunRecord, RunState } from './queue.js';
 
-export type { EnqueueResult, PendingDelivery, RunRecord, RunState };
+export type { AdmitResult, EnqueueResult, PendingDelivery, RunRecord, RunState };
 
 export type QueueKind = 'sqlite' | 'bullmq';
 
@@ -17,7 +17,24 @@ export interface Queue<J = unknown> {
   readonly maxAttempts: number;
 
   /** Records a webhook delivery (the raw trigger, state pending); false when seen before. */
-  recordDelivery(deliveryId: string, event: string, payload: unknown): Promise<boolean>;
+  recordDelivery(
+    deliveryId: string,
+    event: string,
+    payload: unknown,
+    bodySha256?: string,
+  ): Promise<boolean>;
+  /**
+   * Accepts a delivery atomically: refused when its id was seen, or its raw body arrived within
+   * the replay window under another id; else recorded pending and, with `run`, its run enqueued
+   * (held, when asked, until `release`).
+   */
+  admit(input: {
+    deliveryId: string;
+    event: string;
+    payload: unknown;
+    bodySha256?: string;
+    run?: { key: string; job: J; held?: boolean };
+  }): Promise<AdmitResult<J>>;
   /** Deliveries recorded but not yet handled by intake, oldest first. */
   pendingDeliveries(): Promise<PendingDelivery[]>;
   completeDelivery(deliveryId: string): Promise<void>;
@@ -28,7 +45,15 @@ export interface Queue<J = unknown> {
     job: J;
     deliveryId?: string;
     id?: string;
+    /** Counts for positions and blocks its key, but is not claimed before `release`. */
+    held?: boolean;
   }): Promise<EnqueueResult<J>>;
+  /** Makes a held run claimable; false when it is not a held queued run. */
+  release(id: string): Promise<boolean>;
+  /** Removes a held run that must never run; false when not held. */
+  discard(id: string): Promise<boolean>;
+  /** The run a delivery made, if any. */
+  runForDelivery(deliveryId: string): Promise<RunRecord<J> | undefined>;
   /** The next run for this process, now `running`; undefined when none or at the limit. */
   claim(): Promise<RunRecord<J> | undefined>;
   /** Ends a run; false when it had ended already or another worker holds it now. */
@@ -52,6 +77,10 @@ export interface Queue<J = unknown> {
    * bullmq: runs BullMQ found stalled (call at start and then now and again).
    */
   recoverInterrupted(): Promise<{ requeued: RunRecord<J>[]; failed: RunRecord<J>[] }>;
+  /** Deletes runs finished before `before`; their ids. */
+  pruneFinished(before: number): Promise<string[]>;
+  /** Forgets handled deliveries received before `before`; how many. */
+  pruneDeliveries(before: number): Promise<number>;
   getNote(key: string, name: string): Promise<string | undefined>;
   setNote(key: string, name: string, value: string | undefined): Promise<void>;
   /**

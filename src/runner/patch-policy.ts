@@ -35,6 +35,10 @@ export function checkPatch(patch: string, policy: PatchPolicy): PolicyViolation[
     if (v) violations.push(v);
   }
   for (const file of gitlinks(patch)) violations.push(gitlinkViolation(file));
+  for (const link of patchSymlinks(patch)) {
+    const v = symlinkViolation(link.path, link.target);
+    if (v) violations.push(v);
+  }
   if (!violations.some((v) => v.rule === 'git_dir')) {
     for (const line of patch.split('\n')) {
       // Belt and braces: a header naming `.git` is refused even if it names no usable file.
@@ -55,7 +59,7 @@ export function checkPatch(patch: string, policy: PatchPolicy): PolicyViolation[
  * the one that gets published.
  */
 export function checkAppliedChanges(
-  changes: readonly { path: string; newMode: string }[],
+  changes: readonly { path: string; newMode: string; linkTarget?: string }[],
   policy: PatchPolicy,
 ): PolicyViolation[] {
   const matchers = compileAll(policy.blockedPaths);
@@ -64,8 +68,77 @@ export function checkAppliedChanges(
     const v = pathViolation(change.path, matchers);
     if (v) violations.push(v);
     if (change.newMode === '160000') violations.push(gitlinkViolation(change.path));
+    if (change.newMode === '120000') {
+      const link = symlinkViolation(change.path, change.linkTarget ?? '');
+      if (link) violations.push(link);
+    }
   }
   return violations;
+}
+
+/**
+ * A link whose target leaves the repository (`/etc`, `~/.ssh/id_rsa`, `../../../etc/passwd`)
+ * or points into `.git`: whatever later reads the checkout through it (a reviewer's editor, a
+ * CI job, a tool that follows links) reads the host's files instead of the change.
+ */
+export function symlinkViolation(link: string, target: string): PolicyViolation | undefined {
+  const why = linkEscape(link, target);
+  return why
+    ? { rule: 'symlink', detail: `${link} is a link to ${JSON.stringify(target)}, ${why}` }
+    : undefined;
+}
+
+function linkEscape(link: string, target: string): string | undefined {
+  if (target === '' || target.includes('\0')) return 'which is not a usable link target';
+  // `~` is no path to the kernel, but it is to every shell and many tools that show links.
+  if (/^(?:[/\\~]|[A-Za-z]:)/.test(target)) return 'which is outside the repository';
+  const parts = link.split('/').slice(0, -1);
+  for (const seg of target.split(/[/\\]/)) {
+    if (seg === '' || seg === '.') continue;
+    if (seg === '..') {
+      if (parts.length === 0) return 'which is outside the repository';
+      parts.pop();
+    } else parts.push(seg);
+  }
+  if (touchesGitDir(parts.join('/'))) return 'which is inside .git';
+  return undefined;
+}
+
+/**
+ * The links a patch text adds or changes, with their targets: blocks whose new mode is
+ * 120000, their target being the added line of the hunk. (git's own reading, in
+ * `checkAppliedChanges`, is the one that counts; this catches what it cannot be asked about.)
+ */
+export function patchSymlinks(patch: string): { path: string; target: string }[] {
+  const links: { path: string; target: string }[] = [];
+  let current: { path: string; link: boolean; target: string[] } | undefined;
+  const flush = () => {
+    if (current?.link) links.push({ path: current.path, target: current.target.join('\n') });
+    current = undefined;
+  };
+  let inHunk = false;
+  for (const line of patch.split('\n')) {
+    if (line.startsWith('diff --git ')) {
+      flush();
+      const rest = line.slice('diff --git '.length);
+      current = { path: headerPaths(rest)?.at(-1) ?? rest, link: false, target: [] };
+      inHunk = false;
+      continue;
+    }
+    if (!current) continue;
+    if (!inHunk) {
+      if (
+        /^(?:new file mode|new mode) 120000\s*$/.test(line) ||
+        /^index [0-9a-f]+\.\.[0-9a-f]+ 120000\s*$/.test(line)
+      )
+        current.link = true;
+      else if (/^\+\+\+ /.test(line) && !line.startsWith('+++ /dev/null'))
+        current.path = stripComponent(unquote(line.slice(4).replace(/\t.*$/, '')));
+      else if (line.startsWith('@@')) inHunk = true;
+    } else if (line.startsWith('+')) current.target.push(line.slice(1));
+  }
+  flush();
+  return links;
 }
 
 type Matcher = { glob: string; match: (p: string) => boolean };

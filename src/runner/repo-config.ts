@@ -5,6 +5,7 @@ import { lstat, readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
+import { DEFAULT_MAX_STEPS } from '../leaf/protocol.js';
 
 export const REPO_CONFIG_PATH = '.github/frognano.yml';
 
@@ -17,6 +18,15 @@ export const DEFAULT_BLOCKED_PATHS: readonly string[] = Object.freeze([
   '.github/**',
   '.gitmodules',
 ]);
+
+/** Wall-clock budget of the agent loop when the config names none. */
+export const DEFAULT_TIMEOUT_MINUTES = 30;
+
+/** The operator's bounds (FROGNANO_MAX_STEPS_CAP, FROGNANO_MAX_TIMEOUT_MINUTES_CAP). */
+export interface RepoConfigCaps {
+  maxSteps?: number;
+  timeoutMinutes?: number;
+}
 
 const MAX_CONFIG_BYTES = 64 * 1024;
 const MAX_TIMEOUT_MINUTES = 24 * 60;
@@ -91,7 +101,28 @@ export function defaultRepoConfig(): RepoConfig {
  * Reads and validates `.github/frognano.yml` under `treeDir`. Missing file → defaults.
  * Throws RepoConfigError (one line) for anything else that is wrong.
  */
-export async function loadRepoConfig(treeDir: string): Promise<RepoConfig> {
+export async function loadRepoConfig(
+  treeDir: string,
+  caps: RepoConfigCaps = {},
+): Promise<RepoConfig> {
+  return capRepoConfig(await readRepoConfig(treeDir), caps);
+}
+
+/**
+ * What a repository asks for, bounded by the operator: a budget above a cap becomes the cap,
+ * and so does a default above it (a config without `max_steps` must not outrun the cap).
+ */
+export function capRepoConfig(config: RepoConfig, caps: RepoConfigCaps): RepoConfig {
+  const bound = (asked: number | undefined, fallback: number, cap: number | undefined) =>
+    cap === undefined || (asked ?? fallback) <= cap ? asked : cap;
+  return {
+    ...config,
+    max_steps: bound(config.max_steps, DEFAULT_MAX_STEPS, caps.maxSteps),
+    timeout_minutes: bound(config.timeout_minutes, DEFAULT_TIMEOUT_MINUTES, caps.timeoutMinutes),
+  };
+}
+
+async function readRepoConfig(treeDir: string): Promise<RepoConfig> {
   const file = path.join(treeDir, REPO_CONFIG_PATH);
   let info;
   try {

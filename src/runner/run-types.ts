@@ -43,7 +43,8 @@ export type RunPhase =
   | 'cleanup';
 
 export type RunProgress =
-  | { kind: 'phase'; phase: RunPhase }
+  /** `timeoutMs`: with the `agent` phase, the agent's time limit (the App's job deadline). */
+  | { kind: 'phase'; phase: RunPhase; timeoutMs?: number }
   | {
       kind: 'step';
       step: number;
@@ -65,7 +66,7 @@ export interface TestResult {
 }
 
 export interface PolicyViolation {
-  rule: 'blocked_path' | 'git_dir' | 'patch_size';
+  rule: 'blocked_path' | 'git_dir' | 'patch_size' | 'symlink';
   detail: string;
 }
 
@@ -123,4 +124,46 @@ export interface RunResult {
   trajectoryPath?: string;
   /** True when setup was skipped thanks to a snapshot image. */
   snapshotHit?: boolean;
+  /** What git made of the patch on a clean clone; absent when it is empty or did not apply. */
+  patchFacts?: PatchFacts;
+  /**
+   * The test command with the WHOLE patch, the agent's own tests and test-harness changes
+   * included: the agent's evidence, reported beside the verdict (`verifyAfter`), never as it.
+   * Absent when the patch touches no test or harness file.
+   */
+  agentTests?: TestResult;
+}
+
+/** git's own reading of the patch (`diff-tree --raw/--numstat -z` on the host's clean clone). */
+export interface PatchFacts {
+  files: ChangedFile[];
+  /** Every symbolic link the patch adds or re-points. */
+  symlinks: { path: string; target: string }[];
+  /** Binary files the patch adds or changes: size in bytes, mode as octal text. */
+  binaries: { path: string; size: number; mode: string }[];
+  /** Files whose mode changes, and files created executable. */
+  modeChanges: { path: string; oldMode: string; newMode: string }[];
+  /**
+   * Test-harness files the patch touches (conftest.py, pytest/tox/setup.cfg/pyproject settings,
+   * package.json, runner configs, Makefile, files the test command names…): the verdict ran
+   * with the repository's own versions of them.
+   */
+  harnessFiles: string[];
+  /** Test files the patch adds or changes: the verdict ran without them too. */
+  testFiles: string[];
+  /** `.gitattributes` files the patch touches. */
+  gitattributes: string[];
+}
+
+export interface ChangedFile {
+  path: string;
+  /** A (added), M, D or T (type change). */
+  status: string;
+  oldMode: string;
+  newMode: string;
+  /** Lines added and removed; null for a binary file. */
+  added: number | null;
+  removed: number | null;
+  /** Bytes of the new content (0 when deleted). */
+  size: number;
 }

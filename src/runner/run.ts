@@ -7,7 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
-import { loadProcessConfig } from '../config.js';
+import { loadProcessConfig, repoConfigCaps } from '../config.js';
 import { log as defaultLogger } from '../log.js';
 import { runLeaf, type LeafRunResult } from '../leaf/loop.js';
 import type { Model } from '../leaf/model.js';
@@ -38,7 +38,12 @@ import {
   checkPatch,
   patchFiles,
 } from './patch-policy.js';
-import { RepoConfigError, loadRepoConfig, type RepoConfig } from './repo-config.js';
+import {
+  DEFAULT_TIMEOUT_MINUTES,
+  RepoConfigError,
+  loadRepoConfig,
+  type RepoConfig,
+} from './repo-config.js';
 import type {
   RunOutcome,
   RunPhase,
@@ -59,9 +64,10 @@ import {
   snapshotLabels,
   snapshotTag,
 } from '../sandbox/snapshot-cache.js';
-import { prepareWorkspace, type Workspace } from './workspace.js';
+import { prepareWorkspace, type AppliedPatch, type Workspace } from './workspace.js';
+import { isHarnessFile, isTestFile, patchFacts } from './patch-facts.js';
 
-export const DEFAULT_TIMEOUT_MINUTES = 30;
+export { DEFAULT_TIMEOUT_MINUTES };
 export const DEFAULT_SETUP_TIMEOUT_MS = 20 * 60_000;
 export const DEFAULT_TEST_TIMEOUT_MS = 10 * 60_000;
 /** Characters of combined output kept for setup and test results. */
@@ -151,7 +157,11 @@ export async function runPipeline(
   let currentPhase: RunPhase = 'clone';
   const phase = async <T>(name: RunPhase, fn: () => Promise<T>): Promise<T> => {
     currentPhase = name;
-    report({ kind: 'phase', phase: name });
+    report({
+      kind: 'phase',
+      phase: name,
+      ...(name === 'agent' ? { timeoutMs: result.budgets.timeoutMs } : {}),
+    });
     const t0 = performance.now();
     try {
       return await fn();
@@ -198,7 +208,7 @@ export async function runPipeline(
 
     let config: RepoConfig;
     try {
-      config = await phase('config', () => loadRepoConfig(treeDir));
+      config = await phase('config', () => loadRepoConfig(treeDir, repoConfigCaps(env)));
     } catch (error) {
       if (error instanceof RepoConfigError) return stop('config_error', error.message);
       throw error;
@@ -383,6 +393,15 @@ export async function runPipeline(
       result.verifyBefore = await phase('verify-before', () =>
         runTest(sandbox!, test, 'verify-before', deps, signal),
       );
+      // A test command that cannot even start would waste the whole agent run on the GPU.
+      const unrunnable = missingToolLine(result.verifyBefore);
+      if (unrunnable !== undefined) {
+        result.setupTail = result.verifyBefore.outputTail;
+        return stop(
+          'setup_failed',
+          `the test command ${shortCommand(test.command)} could not run (exit ${result.verifyBefore.exitCode}: ${unrunnable}): install the tool in \`setup\` or pick an \`image\` that has it`,
+        );
+      }
     }
     if (signal.aborted) return stop('cancelled', 'the run was cancelled');
     await excludeUntracked(sandbox, signal, log);
@@ -437,12 +456,40 @@ export async function runPipeline(
     if (leaf.error) result.error = leaf.error;
     if (leaf.patchError) result.error = `the patch could not be captured: ${leaf.patchError}`;
 
-    // 8. Verify-after on the patched tree (nothing to verify without a patch), in a FRESH
-    // sandbox: the agent's one is untrusted once the loop has run (a login profile that fakes
-    // the test command, a .pth file in setup's virtualenv, a process left behind writing into
-    // the test's output), and evidence from it would be the agent's to choose.
+    // git's reading of the patch on the host's clean clone, once: the policy checks it, the
+    // evidence splits on it (the repository's own tests and harness for the verdict).
+    const maxPatchBytes = deps.maxPatchBytes ?? DEFAULT_MAX_PATCH_BYTES;
+    let analysis: Promise<{ applied?: AppliedPatch; error?: string }> | undefined;
+    const analyze = () =>
+      (analysis ??= (async () => {
+        if (leaf.patch.trim() === '') return { error: 'the patch is empty' };
+        if (Buffer.byteLength(leaf.patch, 'utf8') > maxPatchBytes)
+          return { error: `the patch is larger than ${maxPatchBytes} bytes` };
+        try {
+          const applied = await workspace!.changesFromPatch(leaf.patch, {
+            setAside: (p) => isHarnessFile(p, test?.command) || isTestFile(p),
+          });
+          result.patchFacts = patchFacts(applied.changes, test?.command);
+          result.filesChanged = applied.changes.map((c) => c.path);
+          return { applied };
+        } catch (error) {
+          // Publishing applies it the same way and will say so; the text checks stand.
+          log.warn({ err: errorText(error) }, 'the patch does not apply to a clean clone');
+          return { error: `the patch does not apply to a clean clone: ${errorText(error)}` };
+        }
+      })());
+
+    // 8. Verify-after (nothing to verify without a patch), in a FRESH sandbox: the agent's one
+    // is untrusted once the loop has run (a login profile that fakes the test command, a .pth
+    // file in setup's virtualenv, a process left behind writing into the test's output), and
+    // evidence from it would be the agent's to choose. The verdict gets only the source
+    // changes, on the repository's own tests and harness; the agent's tests and harness
+    // changes then run on top, reported as its own evidence.
     if (test && leaf.patch !== '') {
       const verified = await phase('verify-after', async () => {
+        const { applied, error } = await analyze();
+        if (!applied?.split) return error ?? 'the patch could not be read';
+        const { kept, setAside } = applied.split;
         const used = sandbox;
         sandbox = undefined;
         // A container that will not go is the reaper's; it must not cost the run its result.
@@ -453,14 +500,26 @@ export async function runPipeline(
           );
         const failed = await bringUp(false);
         if (failed) return `a fresh sandbox for the tests could not be prepared: ${failed.error}`;
-        const applied = await sandbox!.exec(`${SANDBOX_GIT} apply --whitespace=nowarn -`, {
-          stdin: leaf.patch.endsWith('\n') ? leaf.patch : `${leaf.patch}\n`,
-          timeoutMs: 120_000,
-          signal,
-        });
-        if (applied.exitCode !== 0)
-          return `the patch did not apply in a fresh sandbox: ${tail(combined(applied).trim(), 300)}`;
+        const apply = async (text: string): Promise<string | undefined> => {
+          if (text === '') return undefined;
+          const run = await sandbox!.exec(`${SANDBOX_GIT} apply --whitespace=nowarn -`, {
+            stdin: text,
+            timeoutMs: 120_000,
+            signal,
+          });
+          return run.exitCode === 0 ? undefined : tail(combined(run).trim(), 300);
+        };
+        const keptFailed = await apply(kept);
+        if (keptFailed) return `the patch did not apply in a fresh sandbox: ${keptFailed}`;
         result.verifyAfter = await runTest(sandbox!, test, 'verify-after', deps, signal);
+        if (setAside !== '' && !signal.aborted) {
+          const restFailed = await apply(setAside);
+          if (restFailed) {
+            log.warn({ reason: restFailed }, "the agent's tests could not be applied");
+          } else {
+            result.agentTests = await runTest(sandbox!, test, 'agent-tests', deps, signal);
+          }
+        }
         return undefined;
       });
       if (signal.aborted) return stop('cancelled', 'the run was cancelled');
@@ -472,22 +531,13 @@ export async function runPipeline(
 
     // 9. Policy checks on the patch text, and on what git makes of it on a clean clone.
     result.violations = await phase('policy', async () => {
-      const policy = {
-        blockedPaths: config.blocked_paths,
-        maxPatchBytes: deps.maxPatchBytes ?? DEFAULT_MAX_PATCH_BYTES,
-      };
+      const policy = { blockedPaths: config.blocked_paths, maxPatchBytes };
       const violations = checkPatch(leaf.patch, policy);
       if (leaf.patch.trim() === '' || violations.some((v) => v.rule === 'patch_size'))
         return violations;
-      try {
-        const changes = await workspace!.changesFromPatch(leaf.patch);
-        for (const v of checkAppliedChanges(changes, policy)) {
-          if (!violations.some((w) => w.rule === v.rule && w.detail === v.detail))
-            violations.push(v);
-        }
-      } catch (error) {
-        // Publishing applies it the same way and will say so; the text checks stand.
-        log.warn({ err: errorText(error) }, 'the patch does not apply to a clean clone');
+      const { applied } = await analyze();
+      for (const v of applied ? checkAppliedChanges(applied.changes, policy) : []) {
+        if (!violations.some((w) => w.rule === v.rule && w.detail === v.detail)) violations.push(v);
       }
       return violations;
     });
@@ -531,10 +581,20 @@ export function taskText(
   return parts.join('\n\n');
 }
 
+/** The shell's "command not found" line when the test command could not start, else undefined. */
+function missingToolLine(test: TestResult): string | undefined {
+  const lines = test.outputTail.split('\n').map((line) => line.trim());
+  const notFound = lines.find((line) => /(command )?not found$/.test(line));
+  if (test.exitCode === 127) return notFound ?? lines.filter(Boolean).at(-1) ?? 'no output';
+  return test.exitCode !== 0 && notFound !== undefined && lines.filter(Boolean).at(-1) === notFound
+    ? notFound
+    : undefined;
+}
+
 async function runTest(
   sandbox: Sandbox,
   test: { command: string; source: 'config' | 'detected' },
-  phase: 'verify-before' | 'verify-after',
+  phase: 'verify-before' | 'verify-after' | 'agent-tests',
   deps: PipelineDeps,
   signal: AbortSignal,
 ): Promise<TestResult> {

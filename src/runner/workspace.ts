@@ -2,44 +2,20 @@
 // Host git only ever runs in the mirror and in the run's clone BEFORE the tree is copied
 // into the sandbox; the sandbox's copy (and its .git) is never touched by host git.
 // Credentials travel only through the child's environment, scoped to the remote's origin.
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { simpleGit, type SimpleGit } from 'simple-git';
 import type { Logger } from 'pino';
-import { basicCredential, gitAuthHeader } from './git-auth-header.js';
+import { basicCredential } from './git-auth-header.js';
+import { hostGitEnv } from './host-git-env.js';
 import { registerSecret } from '../redact.js';
 import type { CredentialProvider } from './run-types.js';
 import { currentProcessId } from '../sandbox/owner.js';
 
 /** Marks a directory under the work root as a run's, so the reaper only removes ours. */
 export const RUN_MARKER = '.frognano-run.json';
-
-// Defences for every host git command: no hooks, no fsmonitor (a repository's config could
-// name a program), no LFS downloads, and no interactive prompt that would hang a worker.
-export const HOST_GIT_CONFIG: readonly string[] = Object.freeze([
-  'core.hooksPath=/dev/null',
-  'core.fsmonitor=false',
-  'advice.detachedHead=false',
-  'init.defaultBranch=main',
-]);
-
-// The host environment variables git may see; everything else (EDITOR, PAGER, GIT_SSH_COMMAND,
-// GIT_TRACE which would print headers, tokens of other tools) stays out.
-const PASSED_ENV = [
-  'PATH',
-  'HOME',
-  'LANG',
-  'LC_ALL',
-  'TMPDIR',
-  'SSH_AUTH_SOCK',
-  'http_proxy',
-  'https_proxy',
-  'no_proxy',
-  'HTTP_PROXY',
-  'HTTPS_PROXY',
-  'NO_PROXY',
-];
 
 const DEFAULT_LOCK_TIMEOUT_MS = 10 * 60_000;
 // Kill a git command that has printed nothing for this long (a hung remote).
@@ -59,7 +35,7 @@ export interface PrepareWorkspaceOptions {
   signal?: AbortSignal;
   log?: Logger;
   lockTimeoutMs?: number;
-  /** Environment to take PATH, HOME and proxies from (default process.env). */
+  /** Environment to take PATH, locale and proxies from (default process.env); never HOME. */
   env?: NodeJS.ProcessEnv;
 }
 
@@ -73,20 +49,44 @@ export interface Workspace {
   mirror: { dir: string; reused: boolean };
   /**
    * What `git apply --index` (as publishing runs it) changes when the patch is applied to this
-   * clean clone at `baseCommit`: git's own reading of the untrusted patch text, for the policy.
-   * The clone is reset afterwards. Throws when the patch does not apply.
+   * clean clone at `baseCommit`: git's own reading of the untrusted patch text, for the policy
+   * and the evidence. With `setAside`, also git's own diffs of the change without the paths it
+   * accepts, and of those paths alone. The clone is reset afterwards. Throws when the patch
+   * does not apply.
    */
-  changesFromPatch(patch: string): Promise<AppliedChange[]>;
+  changesFromPatch(
+    patch: string,
+    options?: { setAside?: (path: string) => boolean },
+  ): Promise<AppliedPatch>;
   /** Removes the run directory. Idempotent. */
   dispose(): Promise<void>;
 }
 
-/** One entry of `git diff --cached --raw --no-renames`: modes as octal text. */
+/** One entry of `git diff-tree --raw --no-renames`, with its `--numstat` and new blob. */
 export interface AppliedChange {
   path: string;
+  /** Modes as octal text; `000000` for the side where the file does not exist. */
   oldMode: string;
   newMode: string;
+  /** A (added), M, D or T (type change). */
   status: string;
+  /** Lines added and removed; null when git treats the file as binary. */
+  added: number | null;
+  removed: number | null;
+  /** Bytes of the new content (0 when deleted). */
+  size: number;
+  /** What the link points to, when the new side is a symbolic link (mode 120000). */
+  linkTarget?: string;
+}
+
+export interface AppliedPatch {
+  changes: AppliedChange[];
+  /**
+   * When `setAside` was given: `kept` is the change without the paths it picked (applies to
+   * the base commit), `setAside` those paths alone (applies on top of `kept`). Binary-safe,
+   * full-index patches written by host git, not the agent's text. Empty strings when empty.
+   */
+  split?: { kept: string; setAside: string; setAsidePaths: string[] };
 }
 
 /** Clone or fetch failed; the message is one line, free of credentials. */
@@ -141,7 +141,10 @@ export async function prepareWorkspace(options: PrepareWorkspaceOptions): Promis
     const credential = (await options.getCredential?.()) ?? source.embedded;
     const secrets = credential ? [credential.password, basicCredential(credential)] : [];
     for (const s of secrets) registerSecret(s);
-    const env = gitEnv(options.env ?? process.env, source.url, credential);
+    // git's HOME: empty, so nothing of the operator's (~/.gitconfig, ~/.config/git/*) is read.
+    const home = path.join(runDir, 'git-home');
+    await mkdir(home);
+    const env = gitEnv(options.env ?? process.env, source.url, credential, home);
     const git = (baseDir: string): SimpleGit => makeGit(baseDir, env, options.signal);
     const fail = (what: string, error: unknown): never => {
       throw new CloneError(`${what}: ${scrub(oneLine(error), secrets)}`);
@@ -200,7 +203,8 @@ export async function prepareWorkspace(options: PrepareWorkspaceOptions): Promis
       treeDir,
       baseCommit,
       mirror: { dir: mirrorDir, reused },
-      changesFromPatch: (patch) => changesFromPatch(tree, runDir, baseCommit, patch),
+      changesFromPatch: (patch, opts) =>
+        changesFromPatch(tree, { dir: treeDir, env }, runDir, baseCommit, patch, opts?.setAside),
       dispose: () => dispose(),
     };
   } catch (error) {
@@ -211,34 +215,186 @@ export async function prepareWorkspace(options: PrepareWorkspaceOptions): Promis
 
 async function changesFromPatch(
   tree: SimpleGit,
+  raw: { dir: string; env: Record<string, string> },
   runDir: string,
   baseCommit: string,
   patch: string,
-): Promise<AppliedChange[]> {
+  setAside: ((path: string) => boolean) | undefined,
+): Promise<AppliedPatch> {
   const file = path.join(runDir, 'policy-check.patch');
   // Byte for byte what publishing applies (it adds a final newline when missing).
   await writeFile(file, patch.endsWith('\n') ? patch : `${patch}\n`);
+  // info/attributes outranks every .gitattributes: the patch's own cannot declare its binary
+  // files text (or the reverse) and so keep them out of the list of binaries.
+  const attributes = path.join(raw.dir, '.git', 'info', 'attributes');
+  await mkdir(path.dirname(attributes), { recursive: true });
+  await writeFile(attributes, '* !diff\n');
   try {
     await tree.raw(['apply', '--index', '--whitespace=nowarn', file]);
-    const raw = await tree.raw(['diff', '--cached', '--raw', '-z', '--no-renames', '--no-abbrev']);
-    const fields = raw.split('\0');
-    const changes: AppliedChange[] = [];
-    for (let i = 0; i + 1 < fields.length; i += 2) {
-      const meta = /^:(\d{6}) (\d{6}) [0-9a-f]+ [0-9a-f]+ ([A-Z])/.exec(fields[i] ?? '');
-      if (!meta) throw new CloneError(`unexpected git diff --raw output: ${fields[i]}`);
-      changes.push({
-        path: fields[i + 1] ?? '',
-        oldMode: meta[1]!,
-        newMode: meta[2]!,
-        status: meta[3]!,
-      });
+    const fullTree = (await tree.raw(['write-tree'])).trim();
+    // Plumbing on trees: no textconv, no external diff, no worktree filters, no renames.
+    const diff = ['diff-tree', '-r', '-z', '--no-renames'];
+    const changes = parseRaw(
+      await tree.raw([...diff, '--raw', '--no-abbrev', baseCommit, fullTree]),
+    );
+    const numstat = parseNumstat(await tree.raw([...diff, '--numstat', baseCommit, fullTree]));
+    const live = changes.filter((c) => c.newMode !== '000000' && c.newMode !== '160000');
+    const objects = await catFile(
+      raw,
+      '--batch-check',
+      live.map((c) => c.newBlob),
+    );
+    const links = await catFile(
+      raw,
+      '--batch',
+      live.filter((c) => c.newMode === '120000').map((c) => c.newBlob),
+    );
+    const applied: AppliedChange[] = changes.map((c) => {
+      const counts = numstat.get(c.path);
+      const change: AppliedChange = {
+        path: c.path,
+        oldMode: c.oldMode,
+        newMode: c.newMode,
+        status: c.status,
+        added: counts ? counts.added : 0,
+        removed: counts ? counts.removed : 0,
+        size: objects.get(c.newBlob)?.size ?? 0,
+      };
+      const link = c.newMode === '120000' ? links.get(c.newBlob)?.content : undefined;
+      if (link) change.linkTarget = link.toString('utf8');
+      return change;
+    });
+    if (!setAside) return { changes: applied };
+    const setAsidePaths = applied.map((c) => c.path).filter((p) => setAside(p));
+    let keptTree = fullTree;
+    if (setAsidePaths.length > 0) {
+      const list = path.join(runDir, 'set-aside.paths');
+      await writeFile(list, setAsidePaths.map((p) => `${p}\0`).join(''));
+      await gitWithInput(
+        { ...raw, env: { ...raw.env, GIT_LITERAL_PATHSPECS: '1' } },
+        ['reset', '-q', `--pathspec-from-file=${list}`, '--pathspec-file-nul'],
+        Buffer.alloc(0),
+      );
+      keptTree = (await tree.raw(['write-tree'])).trim();
     }
-    return changes;
+    const render = (from: string, to: string) =>
+      from === to
+        ? Promise.resolve('')
+        : tree.raw(['diff-tree', '-p', '--binary', '--full-index', '--no-renames', from, to]);
+    return {
+      changes: applied,
+      split: {
+        kept: await render(baseCommit, keptTree),
+        setAside: await render(keptTree, fullTree),
+        setAsidePaths,
+      },
+    };
   } finally {
     await tree.raw(['reset', '-q', '--hard', baseCommit]).catch(() => undefined);
     await tree.raw(['clean', '-q', '-f', '-d', '-x']).catch(() => undefined);
     await rm(file, { force: true });
+    await rm(attributes, { force: true });
   }
+}
+
+interface RawEntry {
+  path: string;
+  oldMode: string;
+  newMode: string;
+  newBlob: string;
+  status: string;
+}
+
+function parseRaw(out: string): RawEntry[] {
+  const fields = out.split('\0');
+  const entries: RawEntry[] = [];
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const meta = /^:(\d{6}) (\d{6}) [0-9a-f]+ ([0-9a-f]+) ([A-Z])/.exec(fields[i] ?? '');
+    if (!meta) throw new CloneError(`unexpected git diff-tree --raw output: ${fields[i]}`);
+    entries.push({
+      path: fields[i + 1] ?? '',
+      oldMode: meta[1]!,
+      newMode: meta[2]!,
+      newBlob: meta[3]!,
+      status: meta[4]!,
+    });
+  }
+  return entries;
+}
+
+/** `added<TAB>removed<TAB>path<NUL>` per file; `-` counts mean binary. */
+function parseNumstat(out: string): Map<string, { added: number | null; removed: number | null }> {
+  const map = new Map<string, { added: number | null; removed: number | null }>();
+  for (const record of out.split('\0')) {
+    const m = /^(-|\d+)\t(-|\d+)\t([\s\S]*)$/.exec(record);
+    if (!m) continue;
+    map.set(m[3]!, {
+      added: m[1] === '-' ? null : Number(m[1]),
+      removed: m[2] === '-' ? null : Number(m[2]),
+    });
+  }
+  return map;
+}
+
+/** `git cat-file --batch-check|--batch` for many objects in one process. */
+async function catFile(
+  repo: { dir: string; env: Record<string, string> },
+  mode: '--batch' | '--batch-check',
+  ids: readonly string[],
+): Promise<Map<string, { size: number; content?: Buffer }>> {
+  const found = new Map<string, { size: number; content?: Buffer }>();
+  if (ids.length === 0) return found;
+  const out = await gitWithInput(
+    repo,
+    ['cat-file', mode],
+    Buffer.from(ids.map((id) => `${id}\n`).join('')),
+  );
+  let at = 0;
+  while (at < out.length) {
+    const nl = out.indexOf(0x0a, at);
+    if (nl < 0) break;
+    const [id, type, size] = out.subarray(at, nl).toString('utf8').split(' ');
+    at = nl + 1;
+    if (type === 'missing' || id === undefined || size === undefined) continue;
+    const bytes = Number(size);
+    if (mode === '--batch') {
+      found.set(id, { size: bytes, content: out.subarray(at, at + bytes) });
+      at += bytes + 1;
+    } else {
+      found.set(id, { size: bytes });
+    }
+  }
+  return found;
+}
+
+function gitWithInput(
+  repo: { dir: string; env: Record<string, string> },
+  args: string[],
+  input: Buffer,
+): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', args, {
+      cwd: repo.dir,
+      env: repo.env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code === 0) resolve(Buffer.concat(out));
+      else
+        reject(
+          new CloneError(
+            `git ${args[0]} failed: ${Buffer.concat(err).toString('utf8').trim().split('\n')[0] ?? ''}`,
+          ),
+        );
+    });
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(input);
+  });
 }
 
 async function resolveRevision(
@@ -335,42 +491,33 @@ async function isMirror(dir: string): Promise<boolean> {
   }
 }
 
-/**
- * The environment for a host git command. The credential, if any, becomes an
- * `http.<origin>/.extraHeader` through GIT_CONFIG_COUNT/KEY/VALUE: never argv, never a
- * config file, and only sent to the remote's own origin.
- */
+/** The environment for this workspace's git commands: see host-git-env.ts. */
 export function gitEnv(
   base: NodeJS.ProcessEnv,
   url: string,
-  credential?: { username: string; password: string },
+  credential: { username: string; password: string } | undefined,
+  home: string,
 ): Record<string, string> {
-  const env: Record<string, string> = { GIT_TERMINAL_PROMPT: '0', GIT_LFS_SKIP_SMUDGE: '1' };
-  for (const key of PASSED_ENV) {
-    const value = base[key];
-    if (value !== undefined) env[key] = value;
-  }
-  const header = gitAuthHeader(url, credential);
-  if (header) {
-    env.GIT_CONFIG_COUNT = '1';
-    [env.GIT_CONFIG_KEY_0, env.GIT_CONFIG_VALUE_0] = header;
-  }
-  return env;
+  return hostGitEnv({ base, home, url, credential });
 }
 
 function makeGit(baseDir: string, env: Record<string, string>, signal?: AbortSignal): SimpleGit {
   return simpleGit({
     baseDir,
-    config: [...HOST_GIT_CONFIG],
     timeout: { block: GIT_SILENCE_TIMEOUT_MS },
     ...(signal ? { abort: signal } : {}),
     // simple-git refuses these by default because callers could pass them from untrusted
-    // input; here they are our own fixed defences (hooks and fsmonitor switched OFF) and
-    // the credential channel.
+    // input; here they are our own fixed defences (hooks and fsmonitor switched OFF, in the
+    // environment) and the credential channel.
     unsafe: {
       allowUnsafeHooksPath: true,
       allowUnsafeFsMonitor: true,
       allowUnsafeConfigEnvCount: true,
+      // GIT_CONFIG_GLOBAL=/dev/null, credential.helper= (none) and protocol.ext.allow=never:
+      // settings that switch things OFF.
+      allowUnsafeConfigPaths: true,
+      allowUnsafeCredentialHelper: true,
+      allowUnsafeProtocolOverride: true,
     },
   }).env(env);
 }

@@ -3,7 +3,17 @@ import Docker from 'dockerode';
 
 /** Dockerode honours DOCKER_HOST (unix://, tcp://, ssh://) and DOCKER_CERT_PATH/DOCKER_TLS_VERIFY. */
 export function connectDocker(env: NodeJS.ProcessEnv = process.env): Docker {
-  return env.DOCKER_HOST ? new Docker() : new Docker({ socketPath: '/var/run/docker.sock' });
+  if (!env.DOCKER_HOST) return new Docker({ socketPath: '/var/run/docker.sock' });
+  // Dockerode reads the process environment itself; another environment's plain unix:// or
+  // tcp:// engine is spelled out (TLS and ssh:// come from the process environment).
+  if (env !== process.env && URL.canParse(env.DOCKER_HOST)) {
+    const url = new URL(env.DOCKER_HOST);
+    if (url.protocol === 'unix:') return new Docker({ socketPath: url.pathname });
+    if (url.protocol === 'tcp:' && !env.DOCKER_TLS_VERIFY) {
+      return new Docker({ host: url.hostname, port: Number(url.port || 2375), protocol: 'http' });
+    }
+  }
+  return new Docker();
 }
 
 export function describeDockerEndpoint(env: NodeJS.ProcessEnv = process.env): string {

@@ -13,9 +13,11 @@ import {
   type ExecResult,
   type FileRead,
   type GlobMatch,
+  type LinesRead,
+  type LinesRequest,
   type Sandbox,
 } from '../leaf/sandbox.js';
-import { pyRepr } from '../leaf/python-text.js';
+import { cpLength, pyRepr } from '../leaf/python-text.js';
 import { connectDocker } from './docker-engine.js';
 import { startDiskGuard, type DiskGuard, type SandboxLimitExceeded } from './disk-guard.js';
 import {
@@ -36,8 +38,12 @@ import {
 // Delays between helper restart attempts; `undefined` marks the last attempt.
 const RESTART_BACKOFF_MS: readonly (number | undefined)[] = [250, 1000, undefined];
 
-/** Built by sandbox/Dockerfile, or offline by sandbox/build-offline.sh (same name). */
-export const DEFAULT_SANDBOX_IMAGE = 'frognano/sandbox:py3';
+/**
+ * Built by sandbox/Dockerfile, or offline by sandbox/build-offline.sh: the same recipe
+ * (sandbox/setup-image.sh). The tag carries the recipe version: change the recipe, bump it, and
+ * every start builds the new image instead of using a stale one.
+ */
+export const DEFAULT_SANDBOX_IMAGE = 'frognano/sandbox:py3-r2';
 export const LABEL_RUN = 'frognano.run';
 export const LABEL_REPO = 'frognano.repo';
 export const LABEL_CREATED = 'frognano.created';
@@ -145,6 +151,13 @@ const Base64 = z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/);
 const PathText = z.string().max(65_536);
 const ReadResult = z.object({ data: Base64, realPath: PathText });
 const WriteResult = z.object({ realPath: PathText });
+const LinesResult = z.object({
+  // At most the asked code points (each up to two UTF-16 units); checked exactly below.
+  text: z.string().max(2 * 1_000_000),
+  totalChars: z.number().int().nonnegative(),
+  realPath: PathText,
+});
+const EditResult = z.object({ count: z.number().int().positive(), realPath: PathText });
 const GlobResult = z.object({ matches: z.array(z.object({ path: PathText, realPath: PathText })) });
 const ExecWireResult = z.object({
   exitCode: z.number().int(),
@@ -368,6 +381,8 @@ export class DockerSandbox implements Sandbox {
       env: options.env ?? {},
       maxOutputBytes: Math.max(0, maxOutputBytes),
       timeoutMs: options.timeoutMs ?? null,
+      // On a timeout or cancel, also kill what left the command's process group.
+      killStrays: true,
     };
     if (options.stdin !== undefined) {
       const stdin =
@@ -460,6 +475,7 @@ export class DockerSandbox implements Sandbox {
         durationMs: Date.now() - started,
         oomKilled,
         pidsLimitHit: wire.pidsLimitHit,
+        ...(notes.length > 0 ? { notes } : {}),
       };
     } catch (error) {
       if (error instanceof PythonError) throw error;
@@ -481,6 +497,42 @@ export class DockerSandbox implements Sandbox {
   async readFile(path: string): Promise<FileRead> {
     const result = await this.fileOp('read', { path }, ReadResult);
     return { data: Buffer.from(result.data, 'base64'), realPath: result.realPath };
+  }
+
+  async readLines(path: string, request: LinesRequest): Promise<LinesRead> {
+    const maxChars = Math.max(0, Math.floor(request.maxChars));
+    const result = await this.fileOp(
+      'read_lines',
+      {
+        path,
+        offset: request.offset.toString(),
+        limit: request.limit.toString(),
+        maxChars,
+      },
+      LinesResult,
+    );
+    if (cpLength(result.text) > maxChars || result.totalChars < cpLength(result.text)) {
+      const helper = this.helper;
+      if (helper) throw this.fatal(this.misbehaved(helper, 'tool helper returned too many lines'));
+      throw new SandboxFailure('tool helper returned too many lines');
+    }
+    return result;
+  }
+
+  async editFile(
+    path: string,
+    oldText: string,
+    newText: string,
+    replaceAll: boolean,
+  ): Promise<{ count: number; realPath: string }> {
+    const size = Buffer.byteLength(oldText) + Buffer.byteLength(newText);
+    if (size > MAX_TRANSFER_BYTES) {
+      throw new PythonError(
+        'OSError',
+        `[Errno 27] Edit too large for the sandbox transport (${size} bytes; limit ${MAX_TRANSFER_BYTES}): ${pyRepr(path)}`,
+      );
+    }
+    return this.fileOp('edit', { path, old: oldText, new: newText, replaceAll }, EditResult);
   }
 
   async writeFile(path: string, data: Uint8Array): Promise<{ realPath: string }> {
@@ -641,7 +693,7 @@ export class DockerSandbox implements Sandbox {
   }
 
   private async fileOp<T>(
-    op: 'read' | 'write' | 'glob',
+    op: 'read' | 'read_lines' | 'edit' | 'write' | 'glob',
     payload: Record<string, unknown>,
     schema: z.ZodType<T>,
   ): Promise<T> {

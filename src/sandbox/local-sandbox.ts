@@ -3,7 +3,8 @@
 // never on the user's working copy, and runs every command in its own process group so a
 // timeout or dispose() can kill everything the command started.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { constants as fsConstants } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { constants as fsConstants, readdirSync, readFileSync } from 'node:fs';
 import { constants as osConstants, setPriority, tmpdir } from 'node:os';
 import {
   cp,
@@ -27,12 +28,16 @@ import {
   pythonRealpath,
   type RealpathFileSystem,
 } from '../leaf/python-path.js';
-import { fsencode, fsPath, pyRepr } from '../leaf/python-text.js';
+import { cpLength, fsencode, fsPath, pyRepr } from '../leaf/python-text.js';
+import { z } from 'zod';
+import { TOOL_HELPER_SOURCE } from './sandbox-tool-helper.js';
 import {
   type ExecOptions,
   type ExecResult,
   type FileRead,
   type GlobMatch,
+  type LinesRead,
+  type LinesRequest,
   PythonError,
   type Sandbox,
   SandboxFailure,
@@ -52,6 +57,26 @@ const SANDBOX_NICENESS = 10;
 // setTimeout fires at once for delays above 2^31-1 ms, so long timeouts are re-armed.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+/** Every command's environment carries this with a per-command value, to find its strays. */
+export const LOCAL_EXEC_MARKER = 'FROGNANO_SANDBOX_EXEC';
+/** Read and Edit run in a Python process (the Docker tool helper's code): at most this long. */
+const FILE_TOOL_TIMEOUT_MS = 120_000;
+/** A Read reply holds at most its observation; anything bigger is not the helper talking. */
+const MAX_FILE_TOOL_REPLY_BYTES = 8 * 1024 * 1024;
+
+const LinesResult = z.object({
+  text: z.string(),
+  totalChars: z.number().int().nonnegative(),
+  realPath: z.string(),
+});
+const EditResult = z.object({ count: z.number().int().positive(), realPath: z.string() });
+const HelperReply = z.union([
+  z.object({ ok: z.literal(true), result: z.unknown() }),
+  z.object({
+    ok: z.literal(false),
+    error: z.object({ pythonType: z.string(), message: z.string() }),
+  }),
+]);
 
 export async function createLocalSandbox(options: LocalSandboxOptions): Promise<LocalSandbox> {
   const source = await stat(options.sourceDir).catch(() => undefined);
@@ -89,6 +114,8 @@ export class LocalSandbox implements Sandbox {
   /** Kill functions of the commands still running. */
   private readonly running = new Map<Promise<ExecResult>, () => void>();
   private disposing: Promise<void> | undefined;
+  /** Starts every command's marker value, so dispose() finds all of this sandbox's processes. */
+  private readonly markerPrefix = `${randomBytes(6).toString('hex')}-`;
 
   constructor(
     /** The temporary directory holding the copy and HOME; removed by dispose(). */
@@ -122,6 +149,7 @@ export class LocalSandbox implements Sandbox {
   ): Promise<ExecResult> {
     const started = performance.now();
     const cap = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    const marker = `${this.markerPrefix}${randomBytes(8).toString('hex')}`;
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? DEFAULT_PATH,
       HOME: this.homeDir,
@@ -129,6 +157,7 @@ export class LocalSandbox implements Sandbox {
       TERM: 'dumb',
       ...this.extraEnv,
       ...options.env,
+      [LOCAL_EXEC_MARKER]: marker,
     };
     return new Promise<ExecResult>((resolve, reject) => {
       let child: ChildProcess;
@@ -190,7 +219,13 @@ export class LocalSandbox implements Sandbox {
         killed = true;
         stdout.freeze();
         stderr.freeze();
-        if (pid !== undefined) killGroup(pid);
+        if (pid !== undefined) {
+          // Found before the group dies and orphans them: descendants in other groups.
+          const needle = Buffer.from(`\0${LOCAL_EXEC_MARKER}=${marker}\0`);
+          killProcesses(strayProcesses(pid, needle));
+          killGroup(pid);
+          void sweepUntilGone(pid, needle);
+        }
         if (child.exitCode !== null || child.signalCode !== null) {
           child.stdout?.destroy();
           child.stderr?.destroy();
@@ -246,6 +281,115 @@ export class LocalSandbox implements Sandbox {
       throw error instanceof PythonError ? error : pythonOSError(error, path);
     }
     return { data, realPath: await this.realPath(target) };
+  }
+
+  async readLines(path: string, request: LinesRequest): Promise<LinesRead> {
+    const maxChars = Math.max(0, Math.floor(request.maxChars));
+    const result = LinesResult.parse(
+      await this.fileTool({
+        op: 'read_lines',
+        path: this.absolute(path),
+        offset: request.offset.toString(),
+        limit: request.limit.toString(),
+        maxChars,
+      }),
+    );
+    if (cpLength(result.text) > maxChars) throw new SandboxFailure('Read returned too many lines');
+    return result;
+  }
+
+  async editFile(
+    path: string,
+    oldText: string,
+    newText: string,
+    replaceAll: boolean,
+  ): Promise<{ count: number; realPath: string }> {
+    return EditResult.parse(
+      await this.fileTool({
+        op: 'edit',
+        path: this.absolute(path),
+        old: oldText,
+        new: newText,
+        replaceAll,
+      }),
+    );
+  }
+
+  /**
+   * One request to the Docker tool helper's code run on the host (`python3 --once`), so Read
+   * and Edit work on the file in another process with Python's own semantics, and this
+   * process only receives the bounded observation.
+   */
+  private fileTool(request: Record<string, unknown>): Promise<unknown> {
+    if (this.disposing) return Promise.reject(new SandboxFailure('the local sandbox was disposed'));
+    const body = Buffer.from(JSON.stringify({ id: 1, ...request }), 'utf8');
+    const header = Buffer.alloc(4);
+    header.writeUInt32BE(body.length, 0);
+    return new Promise((resolve, reject) => {
+      const child = spawn(
+        'python3',
+        ['-I', '-S', '-c', TOOL_HELPER_SOURCE, this.workdir, '--once'],
+        {
+          cwd: this.workdir,
+          env: { PATH: process.env.PATH ?? DEFAULT_PATH, HOME: this.homeDir, LANG: 'C.UTF-8' },
+          stdio: ['pipe', 'pipe', 'pipe'],
+        },
+      );
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let stderr = '';
+      let failure: Error | undefined;
+      const timer = setTimeout(() => {
+        failure = new SandboxFailure(
+          `the local file tool did not finish within ${FILE_TOOL_TIMEOUT_MS} ms`,
+        );
+        child.kill('SIGKILL');
+      }, FILE_TOOL_TIMEOUT_MS);
+      child.stdout.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > MAX_FILE_TOOL_REPLY_BYTES) {
+          failure ??= new SandboxFailure('the local file tool sent an oversized reply');
+          child.kill('SIGKILL');
+        } else chunks.push(chunk);
+      });
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr = (stderr + chunk.toString('utf8')).slice(-2000);
+      });
+      child.stdin.on('error', () => undefined);
+      child.on('error', (error) => {
+        failure ??=
+          errorCode(error) === 'ENOENT'
+            ? new SandboxFailure(
+                'the local sandbox runs Read and Edit with python3; install python3',
+                {
+                  cause: error,
+                },
+              )
+            : new SandboxFailure('could not start python3 for a file tool', { cause: error });
+      });
+      child.on('close', () => {
+        clearTimeout(timer);
+        if (failure) return reject(failure);
+        const reply = Buffer.concat(chunks);
+        const length = reply.length >= 4 ? reply.readUInt32BE(0) : -1;
+        let parsed: z.infer<typeof HelperReply> | undefined;
+        if (length >= 0 && reply.length === 4 + length) {
+          try {
+            parsed = HelperReply.parse(JSON.parse(reply.subarray(4).toString('utf8')));
+          } catch {
+            parsed = undefined;
+          }
+        }
+        if (!parsed) {
+          return reject(
+            new SandboxFailure(`the local file tool failed: ${stderr.trim() || 'no reply'}`),
+          );
+        }
+        if (parsed.ok) resolve(parsed.result);
+        else reject(new PythonError(parsed.error.pythonType, parsed.error.message));
+      });
+      child.stdin.end(Buffer.concat([header, body]));
+    });
   }
 
   async writeFile(path: string, data: Uint8Array): Promise<{ realPath: string }> {
@@ -306,6 +450,8 @@ export class LocalSandbox implements Sandbox {
       for (const kill of this.running.values()) kill();
       for (const pid of this.groups) killGroup(pid);
       this.groups.clear();
+      // Whatever a command left running outside its group (a setsid'd server, a daemon).
+      await sweepUntilGone(undefined, Buffer.from(`\0${LOCAL_EXEC_MARKER}=${this.markerPrefix}`));
       await Promise.allSettled([...this.running.keys()]);
       await removeTree(this.tempDir);
     })();
@@ -458,6 +604,81 @@ function groupAlive(pgid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * After a timeout or abort, what left the command's process group (setsid, a daemon, an
+ * escaped fork bomb) is killed too: its descendants by parent pid and every process that still
+ * carries its environment marker. Swept until none is left, as a fork bomb may still be
+ * forking (bounded). Linux only (/proc); elsewhere the process group is all that is killed.
+ */
+async function sweepUntilGone(root: number | undefined, needle: Buffer): Promise<void> {
+  for (let round = 0; round < 100; round++) {
+    if (killProcesses(strayProcesses(root, needle)) === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+function killProcesses(pids: number[]): number {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone already, or not ours.
+    }
+  }
+  return pids.length;
+}
+
+/** Descendants of `root` and processes whose environment holds `needle` (e.g. `\0NAME=value`). */
+function strayProcesses(root: number | undefined, needle: Buffer): number[] {
+  let names: string[];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const parents = new Map<number, number>();
+  const victims = new Set<number>();
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    const pid = Number(name);
+    if (pid === process.pid) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'latin1');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] === 'Z' || fields[0] === 'X') continue;
+      parents.set(pid, Number(fields[1]));
+      // The marker sits between NULs; a leading NUL is added so the first entry matches too.
+      const environ = Buffer.concat([
+        Buffer.from([0]),
+        readFileSync(`/proc/${name}/environ`),
+        Buffer.from([0]),
+      ]);
+      if (environ.includes(needle)) victims.add(pid);
+    } catch {
+      // Gone, or another user's process (its environ is not readable): not ours.
+    }
+  }
+  if (root === undefined) return [...victims];
+  const children = new Map<number, number[]>();
+  for (const [pid, parent] of parents) {
+    const list = children.get(parent);
+    if (list) list.push(pid);
+    else children.set(parent, [pid]);
+  }
+  const seen = new Set([root]);
+  const stack = [root];
+  while (stack.length > 0) {
+    for (const child of children.get(stack.pop() as number) ?? []) {
+      if (seen.has(child)) continue;
+      seen.add(child);
+      victims.add(child);
+      stack.push(child);
+    }
+  }
+  victims.delete(process.pid);
+  return [...victims];
 }
 
 function killGroup(pgid: number): void {

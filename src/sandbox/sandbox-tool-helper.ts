@@ -10,16 +10,23 @@
 // Requests: {"id", "op": "read"|"write"|"glob"|"exec"|"cancel", ...}. Replies:
 // {"id", "ok": true, "result"}, {"id", "ok": false, "error": {"pythonType", "message"}} and,
 // for exec, {"id", "event": "started", "pgid"} as soon as the command runs.
+// Read and Edit run here ("read_lines", "edit"), so the host only ever receives a bounded
+// observation, never the file. With `--once` after the workdir the script answers a single
+// request without a hello and exits: LocalSandbox runs it that way on the host.
 
 export const TOOL_HELPER_PROTOCOL_VERSION = 1;
 export const TOOL_HELPER_HELLO = 'frognano-tool-helper';
 
 export const TOOL_HELPER_SOURCE = String.raw`
-import base64, errno, glob, json, os, selectors, signal, struct, subprocess, sys, threading, time
+import base64, codecs, errno, glob, io, json, os, selectors, signal, stat, struct, subprocess, sys, threading, time
 
 VERSION = 1
 MAX_REQUEST = 256 * 1024 * 1024
 MAX_READ = 64 * 1024 * 1024
+# Read streams the file: only the observation's first code points are ever held.
+READ_CHUNK = 1024 * 1024
+MAX_STREAM = 1024 * 1024 * 1024
+LINE_SEPS = "\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 CONTINUATION = bytes(range(0x80, 0xC0))
 WORKDIR = sys.argv[1] if len(sys.argv) > 1 else os.getcwd()
 BASE_ENV = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
@@ -90,6 +97,179 @@ def op_glob(req):
     return {"matches": out}
 
 
+def digits_sum(a, b):
+    # Sum of len(str(n)) for n in a..b (a >= 1).
+    total, lo, width = 0, a, len(str(a))
+    while lo <= b:
+        hi = min(b, 10 ** width - 1)
+        total += (hi - lo + 1) * width
+        lo, width = hi + 1, width + 1
+    return total
+
+
+def count_seps(text, start, end):
+    return sum(text.count(c, start, end) for c in LINE_SEPS)
+
+
+def nth_sep(text, start, k):
+    # Index of the k-th line separator in text[start:], or -1.
+    end = len(text)
+    if count_seps(text, start, end) < k:
+        return -1
+    lo, hi = start, end - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if count_seps(text, start, mid + 1) >= k:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+class NumberedLines(object):
+    """Leaf's Read body ("\n".join("%d. %s" % (n, line) ...)) over streamed text: keeps the
+    first budget code points and counts the rest, as if the whole body had been built."""
+
+    def __init__(self, first, last, budget):
+        self.first, self.last, self.room = first, last, budget
+        self.line = 0  # lines started so far
+        self.open = False  # the last started line has no separator yet
+        self.kept = []
+        self.total = 0
+        self.done = False
+
+    def emit(self, s):
+        self.total += len(s)
+        if self.room > 0 and s:
+            piece = s[: self.room]
+            self.kept.append(piece)
+            self.room -= len(piece)
+
+    def advance(self, text, start, end, counted):
+        # Consume text[start:end] in bulk; counted: its lines are in the body (all past the first).
+        if end <= start:
+            return
+        seps = count_seps(text, start, end)
+        closed = text[end - 1] in LINE_SEPS
+        starts = (0 if self.open else 1) + seps - (1 if closed else 0)
+        if counted:
+            # Per line "N. " and a joining newline, except before the first line of the body.
+            self.total += (end - start - seps) + 3 * starts
+            if starts > 0:
+                self.total += digits_sum(self.line + 1, self.line + starts)
+                if self.line < self.first:
+                    self.total -= 1
+        self.line += starts
+        self.open = not closed
+
+    def feed(self, text):
+        i, n = 0, len(text)
+        while i < n and not self.done:
+            if self.line < self.first - 1 or (self.line == self.first - 1 and self.open):
+                k = self.first - 1 - self.line + (1 if self.open else 0)
+                p = nth_sep(text, i, k)
+                if p < 0:
+                    self.advance(text, i, n, False)
+                    return
+                self.advance(text, i, p + 1, False)
+                i = p + 1
+                continue
+            if self.room <= 0:
+                if self.last is None:
+                    self.advance(text, i, n, True)
+                    return
+                if self.line > self.last or (self.line == self.last and not self.open):
+                    self.done = True
+                    return
+                p = nth_sep(text, i, self.last - self.line + (1 if self.open else 0))
+                if p < 0:
+                    self.advance(text, i, n, True)
+                    return
+                self.advance(text, i, p + 1, True)
+                self.done = True
+                return
+            if not self.open:
+                if self.last is not None and self.line + 1 > self.last:
+                    self.done = True
+                    return
+                self.line += 1
+                self.open = True
+                self.emit(("\n" if self.line > self.first else "") + "%d. " % self.line)
+                continue
+            j = i
+            while j < n and text[j] not in LINE_SEPS:
+                j += 1
+                if j - i > self.room:
+                    break
+            if j < n and text[j] not in LINE_SEPS:
+                # Past the budget inside this line: the rest is only counted.
+                self.emit(text[i:j])
+                i = j
+                continue
+            self.emit(text[i:j])
+            if j >= n:
+                return
+            self.open = False
+            i = j + 1
+
+
+def op_read_lines(req):
+    # Leaf's Read: read_text(encoding="utf-8", errors="replace"), splitlines(), numbered lines
+    # from offset (limit <= 0: to the end). Returns the body's first maxChars code points and
+    # its full length in code points.
+    path = req["path"]
+    first = max(1, int(req["offset"]))
+    limit = int(req["limit"])
+    body = NumberedLines(first, first - 1 + limit if limit > 0 else None, int(req["maxChars"]))
+    decoder = io.IncrementalNewlineDecoder(codecs.getincrementaldecoder("utf-8")("replace"), True)
+    with open(path, "rb", buffering=0, opener=nonblocking) as f:
+        regular = stat.S_ISREG(os.fstat(f.fileno()).st_mode)
+        seen = 0
+        while not body.done:
+            try:
+                chunk = f.read(READ_CHUNK)
+            except BlockingIOError:
+                chunk = None
+            if not chunk:
+                break
+            seen += len(chunk)
+            if not regular and seen > MAX_READ:
+                # An endless device: Python would grow until MemoryError.
+                raise MemoryError()
+            if seen > MAX_STREAM:
+                raise OSError(errno.EFBIG, "File too large for the sandbox tool helper (limit %d bytes)" % MAX_STREAM, path)
+            body.feed(decoder.decode(chunk))
+        if not body.done:
+            body.feed(decoder.decode(b"", True))
+    return {"text": "".join(body.kept), "totalChars": body.total, "realPath": os.path.realpath(path)}
+
+
+def op_edit(req):
+    # Leaf's Edit after its argument checks: read_text, count, replace, write_text (encoded
+    # before the file is opened, so a bad replacement leaves the file as it was).
+    path = req["path"]
+    old, new = req["old"], req["new"]
+    with open(path, "rb", opener=nonblocking) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > MAX_READ:
+            raise OSError(errno.EFBIG, "File too large for the sandbox transport (%d bytes; limit %d)" % (size, MAX_READ), path)
+        data = f.read(MAX_READ + 1) or b""
+    if len(data) > MAX_READ:
+        raise OSError(errno.EFBIG, "File too large for the sandbox transport (limit %d bytes)" % MAX_READ, path)
+    text = io.IncrementalNewlineDecoder(codecs.getincrementaldecoder("utf-8")("replace"), True).decode(data, True)
+    del data
+    count = text.count(old)
+    if count == 0:
+        raise ValueError("old_string was not found")
+    if count != 1 and not req.get("replaceAll"):
+        raise ValueError("old_string matched %d times; set replace_all=true or use a more specific old_string" % count)
+    out = text.replace(old, new).encode("utf-8")
+    del text
+    with open(path, "wb", opener=nonblocking) as f:
+        f.write(out)
+    return {"count": count, "realPath": os.path.realpath(path)}
+
+
 def read_counter(paths, key):
     for p in paths:
         try:
@@ -139,6 +319,70 @@ def kill_group(pgid, proc):
         time.sleep(0.005)
 
 
+def proc_table():
+    # pid -> (ppid, pgid, state, starttime) for every process visible in this pid namespace.
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                text = f.read()
+            fields = text[text.rfind(")") + 2 :].split()
+            table[int(name)] = (int(fields[1]), int(fields[2]), fields[0], int(fields[19]))
+        except (OSError, ValueError, IndexError):
+            continue
+    return table
+
+
+def subtree(table, roots):
+    children = {}
+    for pid, info in table.items():
+        children.setdefault(info[0], []).append(pid)
+    seen, stack = set(), list(roots)
+    while stack:
+        pid = stack.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        stack.extend(children.get(pid, ()))
+    return seen
+
+
+def kill_strays(state):
+    # After a timeout or cancel: processes that left the command's group (setsid, a daemon,
+    # an escaped fork bomb) are found in the container's process table and killed. Spared:
+    # init, the container's main process (init's oldest child), this helper, other
+    # docker exec sessions (parent outside the namespace) and other running commands.
+    me = os.getpid()
+    refused = set()
+    for _ in range(200):
+        table = proc_table()
+        keep = {1, me}
+        kids = sorted((info[3], pid) for pid, info in table.items() if info[0] == 1)
+        if kids:
+            keep.add(kids[0][1])
+        keep |= subtree(table, [pid for pid, info in table.items() if info[0] == 0 and pid not in (1, me)])
+        with _procs_lock:
+            others = [s["pgid"] for s in _procs.values() if s is not state]
+        keep |= subtree(table, others)
+        victims = [
+            pid
+            for pid, info in table.items()
+            if pid not in keep and pid not in refused and info[1] not in others and info[2] not in ("Z", "X")
+        ]
+        if not victims:
+            return
+        for pid in victims:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except PermissionError:
+                refused.add(pid)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.005)
+
+
 class Capture(object):
     def __init__(self, cap):
         self.cap = cap
@@ -175,7 +419,7 @@ def op_exec(req):
         start_new_session=True,
     )
     pgid = proc.pid
-    state = {"proc": proc, "pgid": pgid, "cancelled": False}
+    state = {"proc": proc, "pgid": pgid, "cancelled": False, "killStrays": bool(req.get("killStrays"))}
     with _procs_lock:
         _procs[rid] = state
     try:
@@ -205,6 +449,8 @@ def op_exec(req):
                 # only; a process that left the group may hold the pipes open forever.
                 timed_out = not state["cancelled"]
                 kill_group(pgid, proc)
+                if req.get("killStrays"):
+                    kill_strays(state)
                 break
             reading = any(key.data is not None for key in sel.get_map().values())
             if not reading and proc.poll() is not None:
@@ -262,7 +508,14 @@ def op_exec(req):
             _procs.pop(rid, None)
 
 
-OPS = {"read": op_read, "write": op_write, "glob": op_glob, "exec": op_exec}
+OPS = {
+    "read": op_read,
+    "read_lines": op_read_lines,
+    "edit": op_edit,
+    "write": op_write,
+    "glob": op_glob,
+    "exec": op_exec,
+}
 
 
 def handle(req):
@@ -283,6 +536,20 @@ def cancel(target):
     if state is not None:
         state["cancelled"] = True
         kill_group(state["pgid"], state["proc"])
+        if state["killStrays"]:
+            kill_strays(state)
+
+
+def once():
+    # One request from stdin, answered on stdout, then exit (LocalSandbox's Read and Edit).
+    header = read_exact(4)
+    if header is None:
+        return
+    (n,) = struct.unpack(">I", header)
+    body = read_exact(n) if n <= MAX_REQUEST else None
+    if body is None:
+        sys.exit(2)
+    handle(json.loads(body.decode("utf-8")))
 
 
 def main():
@@ -290,6 +557,9 @@ def main():
         os.chdir(WORKDIR)
     except OSError:
         pass
+    if "--once" in sys.argv[2:]:
+        once()
+        return
     send({"hello": "frognano-tool-helper", "version": VERSION, "pid": os.getpid(), "python": sys.version.split()[0]})
     while True:
         header = read_exact(4)

@@ -10,6 +10,8 @@ import {
   type ExecResult,
   type FileRead,
   type GlobMatch,
+  type LinesRead,
+  type LinesRequest,
   PythonError,
   type Sandbox,
 } from '../leaf/sandbox.js';
@@ -52,6 +54,22 @@ export function withTestbedPaths(sandbox: Sandbox, shownRoot: string = SANDBOX_W
       try {
         const read = await sandbox.readFile(toHost(path));
         return { ...read, realPath: toShown(read.realPath) };
+      } catch (error) {
+        throw shownError(error);
+      }
+    },
+    async readLines(path: string, request: LinesRequest): Promise<LinesRead> {
+      try {
+        const read = await sandbox.readLines(toHost(path), request);
+        return { ...read, realPath: toShown(read.realPath) };
+      } catch (error) {
+        throw shownError(error);
+      }
+    },
+    async editFile(path: string, oldText: string, newText: string, replaceAll: boolean) {
+      try {
+        const edited = await sandbox.editFile(toHost(path), oldText, newText, replaceAll);
+        return { ...edited, realPath: toShown(edited.realPath) };
       } catch (error) {
         throw shownError(error);
       }

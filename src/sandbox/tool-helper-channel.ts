@@ -152,7 +152,7 @@ export class ToolHelperChannel {
    * an error reply and HelperChannelError when the channel breaks.
    */
   request(
-    op: 'read' | 'write' | 'glob' | 'exec',
+    op: 'read' | 'read_lines' | 'edit' | 'write' | 'glob' | 'exec',
     payload: Record<string, unknown>,
     options: { onStarted?: (pgid: number) => void; onId?: (id: number) => void } = {},
   ): Promise<unknown> {

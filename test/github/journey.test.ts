@@ -89,7 +89,7 @@ async function journey(
   await harness.app.intake!.idle();
   await harness.app.workers!.idle();
 
-  const [run] = harness.app.queue!.list();
+  const [run] = await harness.app.queue!.list();
   expect(run).toMatchObject({ state: 'done', outcome: 'pull_request' });
   const runId = run!.id;
 
@@ -147,8 +147,9 @@ async function journey(
     'Co-authored-by: Codertocat <21031067+Codertocat@users.noreply.github.com>',
   );
 
-  // The status comment went queued -> running -> done, edited in place.
-  expect(gh.statusBodies[0]).toContain('queued (position 1)');
+  // The status comment went running -> done, edited in place (the run started at once, so
+  // intake's "queued" was stale before its turn and not posted).
+  expect(gh.statusBodies[0]).toContain('running: ');
   expect(gh.statusBodies.some((b) => b.includes('running: the model is working (step'))).toBe(true);
   const last = gh.statusBodies.at(-1) ?? '';
   expect(last).toContain(
@@ -164,7 +165,7 @@ async function journey(
     gh.calls.filter((c) => c.startsWith('POST /app/installations')).length,
   ).toBeGreaterThanOrEqual(2);
   // The App's own accounting is conservative: never below what GitHub saw, never above 20.
-  const recorded = harness.app.queue!.get(runId)!.restCalls;
+  const recorded = (await harness.app.queue!.get(runId))!.restCalls;
   expect(recorded).toBeGreaterThanOrEqual(gh.calls.length);
   expect(recorded).toBeLessThanOrEqual(REST_CALLS_PER_RUN);
 

@@ -268,6 +268,11 @@ describe('gitEnvironment', () => {
     );
     expect(pairs['core.hooksPath']).toBe('/dev/null');
     expect(env.GIT_CONFIG_GLOBAL).toBe('/dev/null');
+    expect(env).toMatchObject({
+      GIT_CONFIG_NOSYSTEM: '1',
+      HOME: '/tmp/h',
+      XDG_CONFIG_HOME: '/tmp/h',
+    });
     expect(env.GIT_DIR).toBeUndefined();
     const fileEnv = gitEnvironment('/tmp/h', 'file:///srv/o/r.git', TOKEN);
     expect(JSON.stringify(fileEnv)).not.toContain(BASIC);

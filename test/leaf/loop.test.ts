@@ -368,6 +368,85 @@ describe('runLeaf: stop reasons', () => {
     expect(result.patch).toContain('+++ b/hi.txt');
   });
 
+  it('max_time: a Bash timeout is clamped to the time left; the model sees the timeout it asked for', async () => {
+    const { server, options } = await setup(
+      [
+        toolCall('Bash', { command: 'sleep 70; echo done > slept.txt' }),
+        toolCall('Bash', { command: 'sleep 70', timeout: 2147483647 }),
+        finalAnswer('never'),
+      ],
+      { timeBudgetMs: 2500 },
+    );
+    const result = await runLeaf(options);
+    expect(result.exitReason).toBe('max_time');
+    expect(server.chatRequests).toHaveLength(1);
+    expect(result.trajectory.steps[0]?.observations).toEqual([
+      { tool: 'Bash', observation: 'Timed out after 120.0s\nSTDOUT:\n\nSTDERR:\n' },
+    ]);
+    expect(result.patch).not.toContain('slept.txt');
+  });
+
+  it('max_time: a huge Bash timeout (2147483647) ends at the deadline too', async () => {
+    const { options } = await setup(
+      [toolCall('Bash', { command: 'sleep 70', timeout: 2147483647 }), finalAnswer('never')],
+      { timeBudgetMs: 1500 },
+    );
+    const result = await runLeaf(options);
+    expect(result.exitReason).toBe('max_time');
+    // Leaf reads a value over 1000 as milliseconds.
+    expect(result.trajectory.steps[0]?.observations[0]?.observation).toBe(
+      'Timed out after 2147483.6s\nSTDOUT:\n\nSTDERR:\n',
+    );
+  });
+
+  it('max_time: a tool call that ignores the deadline is abandoned after a grace', async () => {
+    const { options, sandbox } = await setup(
+      [toolCall('Read', { file_path: 'calc.py' }), finalAnswer('never')],
+      { timeBudgetMs: 1000 },
+    );
+    const stuck: Sandbox = {
+      kind: sandbox.kind,
+      workdir: sandbox.workdir,
+      homeDir: sandbox.homeDir,
+      exec: (command, execOptions) => sandbox.exec(command, execOptions),
+      readFile: () => new Promise(() => undefined),
+      readLines: () => new Promise(() => undefined),
+      editFile: (p, oldText, newText, all) => sandbox.editFile(p, oldText, newText, all),
+      writeFile: (p, data) => sandbox.writeFile(p, data),
+      glob: (pattern) => sandbox.glob(pattern),
+      dispose: () => sandbox.dispose(),
+    };
+    const result = await runLeaf({ ...options, sandbox: stuck });
+    expect(result.exitReason).toBe('max_time');
+    expect(result.trajectory.steps[0]?.observations).toEqual([]);
+  });
+
+  it('cancelled during a Bash call: the command is killed', async () => {
+    const controller = new AbortController();
+    const { options, sandbox } = await setup(
+      [toolCall('Bash', { command: 'echo $$ > ~/bash.pid; sleep 60' }), finalAnswer('never')],
+      { signal: controller.signal },
+    );
+    const pidFile = path.join(sandbox.homeDir, 'bash.pid');
+    const watcher = setInterval(() => {
+      if (existsSync(pidFile) && readFileSync(pidFile, 'utf8').endsWith('\n')) controller.abort();
+    }, 50);
+    const result = await runLeaf(options);
+    clearInterval(watcher);
+    expect(result.exitReason).toBe('cancelled');
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    await expect
+      .poll(() => {
+        try {
+          process.kill(pid, 0);
+          return /^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+        } catch {
+          return true;
+        }
+      })
+      .toBe(true);
+  });
+
   it('cancelled during a model request: ends at once, no patch', async () => {
     const controller = new AbortController();
     const { options } = await setup(
@@ -536,6 +615,8 @@ describe('runLeaf: stop reasons', () => {
         return sandbox.exec(command, execOptions);
       },
       readFile: (p) => sandbox.readFile(p),
+      readLines: (p, request) => sandbox.readLines(p, request),
+      editFile: (p, oldText, newText, all) => sandbox.editFile(p, oldText, newText, all),
       writeFile: (p, data) => sandbox.writeFile(p, data),
       glob: (pattern) => sandbox.glob(pattern),
       dispose: () => sandbox.dispose(),

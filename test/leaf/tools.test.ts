@@ -262,6 +262,26 @@ describe.each(sandboxFactories)('tools on the $name sandbox', (factory: SandboxF
       );
     });
 
+    it('streams a long file next to it: exact counts, deep offsets, an endless device', async ({
+      skip,
+    }) => {
+      if (skipReason) skip();
+      await run('Bash', { command: 'seq 1 200000 > long.txt' });
+      const lines = Array.from({ length: 200_000 }, (_, i) => `${i + 1}. ${i + 1}`);
+      const full = `long.txt\n${lines.join('\n')}`;
+      expect(await run('Read', { file_path: 'long.txt' })).toBe(
+        `${full.slice(0, 20000)}\n[truncated ${full.length - 20000} chars]`,
+      );
+      expect(await run('Read', { file_path: 'long.txt', offset: 199_999, limit: 5 })).toBe(
+        'long.txt\n199999. 199999\n200000. 200000',
+      );
+      const tail = `long.txt\n${lines.slice(149_999).join('\n')}`;
+      expect(await run('Read', { file_path: 'long.txt', offset: 150_000 })).toBe(
+        `${tail.slice(0, 20000)}\n[truncated ${tail.length - 20000} chars]`,
+      );
+      expect(await run('Read', { file_path: '/dev/zero' })).toBe('MemoryError: ');
+    });
+
     it('reports OS errors with the joined path, in Python words', async ({ skip }) => {
       if (skipReason) skip();
       expect(await run('Read', { file_path: 'missing.py' })).toBe(
@@ -782,6 +802,8 @@ describe.each(sandboxFactories)('tools on the $name sandbox', (factory: SandboxF
       homeDir: sb.homeDir,
       exec: () => Promise.reject(new SandboxFailure('container gone')),
       readFile: () => Promise.reject(new Error('odd failure')),
+      readLines: () => Promise.reject(new Error('odd failure')),
+      editFile: () => Promise.reject(new Error('odd failure')),
       writeFile: sb.writeFile.bind(sb),
       glob: sb.glob.bind(sb),
       dispose: async () => undefined,

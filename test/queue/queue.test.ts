@@ -128,6 +128,89 @@ describe('RunQueue (real SQLite)', () => {
     expect(q.get(r.run.id)?.restCalls).toBe(5);
   });
 
+  it('holds an accepted run for its check: counted in positions, never claimed until released', () => {
+    const q = openQueue();
+    const a = q.enqueue({ key: 'k1', job: { n: 1 }, deliveryId: 'd1', held: true });
+    const b = q.enqueue({ key: 'k2', job: { n: 2 }, deliveryId: 'd2', held: true });
+    if (a.status !== 'queued' || b.status !== 'queued') throw new Error('not queued');
+    expect([a.position, b.position]).toEqual([1, 2]);
+    expect(a.run.held).toBe(true);
+    expect(q.claim()).toBeUndefined();
+    // A held run blocks its key like any active run.
+    expect(q.enqueue({ key: 'k1', job: { n: 3 } }).status).toBe('active');
+    expect(q.release(b.run.id)).toBe(true);
+    expect(q.release(b.run.id)).toBe(false);
+    expect(q.claim()?.id).toBe(b.run.id);
+    expect(q.runForDelivery('d1')?.id).toBe(a.run.id);
+    // A refused trigger's run disappears; the key is free again.
+    expect(q.discard(a.run.id)).toBe(true);
+    expect(q.get(a.run.id)).toBeUndefined();
+    expect(q.discard(b.run.id)).toBe(false); // running: not discardable
+    expect(q.enqueue({ key: 'k1', job: { n: 4 } }).status).toBe('queued');
+  });
+
+  it('admits a delivery once: a second id with the same raw body is a replay', () => {
+    const q = openQueue();
+    const first = q.admit({
+      deliveryId: 'd1',
+      event: 'run',
+      payload: { a: 1 },
+      bodySha256: 'aaa',
+      run: { key: 'k', job: { n: 1 }, held: true },
+    });
+    expect(first).toMatchObject({
+      status: 'recorded',
+      enqueued: { status: 'queued', position: 1 },
+    });
+    expect(q.admit({ deliveryId: 'd1', event: 'run', payload: {}, bodySha256: 'bbb' })).toEqual({
+      status: 'duplicate',
+    });
+    expect(
+      q.admit({
+        deliveryId: 'd2',
+        event: 'run',
+        payload: { a: 1 },
+        bodySha256: 'aaa',
+        run: { key: 'k2', job: { n: 2 } },
+      }),
+    ).toEqual({ status: 'replay', firstDeliveryId: 'd1' });
+    expect(q.list()).toHaveLength(1);
+    expect(q.pendingDeliveries().map((d) => d.deliveryId)).toEqual(['d1']);
+    // Another body (the label removed and added again) is a new trigger.
+    expect(q.admit({ deliveryId: 'd3', event: 'run', payload: {}, bodySha256: 'ccc' }).status).toBe(
+      'recorded',
+    );
+  });
+
+  it('forgets a body hash after the replay window', () => {
+    const q = RunQueue.open<Job>({ dataDir: dir, concurrency: 1, replayWindowMs: 0 });
+    open.push(q);
+    q.admit({ deliveryId: 'd1', event: 'run', payload: {}, bodySha256: 'aaa' });
+    const later = Date.now() + 5;
+    while (Date.now() < later) {
+      /* the window is 0 ms: let the clock move */
+    }
+    expect(q.admit({ deliveryId: 'd2', event: 'run', payload: {}, bodySha256: 'aaa' }).status).toBe(
+      'recorded',
+    );
+  });
+
+  it('prunes finished runs before a cutoff, never active ones', () => {
+    const q = openQueue(2);
+    const ids = [1, 2, 3].map((n) => {
+      const r = q.enqueue({ key: `k${n}`, job: { n } });
+      if (r.status !== 'queued') throw new Error('not queued');
+      return r.run.id;
+    });
+    q.claim();
+    q.claim();
+    q.finish(ids[0]!, 'done');
+    // ids[1] running, ids[2] queued
+    expect(q.pruneFinished(Date.now() - 60_000)).toEqual([]);
+    expect(q.pruneFinished(Date.now() + 1)).toEqual([ids[0]]);
+    expect(q.list().map((r) => r.id)).toEqual([ids[1], ids[2]]);
+  });
+
   it('rejects a bad concurrency with one clear line', () => {
     expect(() => RunQueue.open({ dataDir: dir, concurrency: 0 })).toThrow(
       /concurrency must be a positive integer/,

@@ -1,9 +1,14 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync, renameSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync, renameSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkPatch, patchFiles } from '../../src/runner/patch-policy.js';
+import {
+  checkAppliedChanges,
+  checkPatch,
+  patchFiles,
+  patchSymlinks,
+} from '../../src/runner/patch-policy.js';
 import { DEFAULT_BLOCKED_PATHS } from '../../src/runner/repo-config.js';
 
 const dirs: string[] = [];
@@ -249,6 +254,86 @@ describe('checkPatch', () => {
         rule: 'patch_size',
         detail: `the patch is ${bytes} bytes, more than the ${bytes - 1} allowed`,
       },
+    ]);
+  });
+});
+
+describe('symbolic links', () => {
+  const link = (dir: string, name: string, target: string) => {
+    mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    symlinkSync(target, path.join(dir, name));
+  };
+
+  it('refuses links whose target leaves the repository or points into .git, in the patch text', () => {
+    const patch = diffOf({ 'README.md': 'hi\n', 'docs/guide.md': 'g\n' }, (d) => {
+      link(d, 'etc', '/etc');
+      link(d, 'key', '/home/operator/.ssh/id_rsa');
+      link(d, 'tilde', '~/.ssh/id_rsa');
+      link(d, 'docs/passwd', '../../../../etc/passwd');
+      link(d, 'docs/config', '../.git/config');
+      link(d, 'docs/readme', '../README.md');
+      link(d, 'docs/sibling', './guide.md');
+    });
+    expect(patchSymlinks(patch)).toEqual([
+      { path: 'docs/config', target: '../.git/config' },
+      { path: 'docs/passwd', target: '../../../../etc/passwd' },
+      { path: 'docs/readme', target: '../README.md' },
+      { path: 'docs/sibling', target: './guide.md' },
+      { path: 'etc', target: '/etc' },
+      { path: 'key', target: '/home/operator/.ssh/id_rsa' },
+      { path: 'tilde', target: '~/.ssh/id_rsa' },
+    ]);
+    expect(checkPatch(patch, { blockedPaths: [] })).toEqual([
+      {
+        rule: 'symlink',
+        detail: 'docs/config is a link to "../.git/config", which is inside .git',
+      },
+      {
+        rule: 'symlink',
+        detail:
+          'docs/passwd is a link to "../../../../etc/passwd", which is outside the repository',
+      },
+      { rule: 'symlink', detail: 'etc is a link to "/etc", which is outside the repository' },
+      {
+        rule: 'symlink',
+        detail: 'key is a link to "/home/operator/.ssh/id_rsa", which is outside the repository',
+      },
+      {
+        rule: 'symlink',
+        detail: 'tilde is a link to "~/.ssh/id_rsa", which is outside the repository',
+      },
+    ]);
+  });
+
+  it("refuses a link re-pointed out of the repository, and reads git's own targets", () => {
+    const patch = diffOf({ 'a.txt': 'a\n' }, (d) => link(d, 'l', 'a.txt'));
+    expect(checkPatch(patch, { blockedPaths: [] })).toEqual([]);
+    const repointed = [
+      'diff --git a/l b/l',
+      'index 1111111..2222222 120000',
+      '--- a/l',
+      '+++ b/l',
+      '@@ -1 +1 @@',
+      '-a.txt',
+      '\\ No newline at end of file',
+      '+../..',
+      '\\ No newline at end of file',
+      '',
+    ].join('\n');
+    expect(checkPatch(repointed, { blockedPaths: [] })).toEqual([
+      { rule: 'symlink', detail: 'l is a link to "../..", which is outside the repository' },
+    ]);
+    expect(
+      checkAppliedChanges(
+        [
+          { path: 'src/ok', newMode: '120000', linkTarget: '../README.md' },
+          { path: 'src/up', newMode: '120000', linkTarget: '../../x' },
+          { path: 'plain', newMode: '100644' },
+        ],
+        { blockedPaths: [] },
+      ),
+    ).toEqual([
+      { rule: 'symlink', detail: 'src/up is a link to "../../x", which is outside the repository' },
     ]);
   });
 });

@@ -152,3 +152,28 @@ describe('loadRepoConfig', () => {
     );
   });
 });
+
+describe('loadRepoConfig with operator caps', () => {
+  const caps = { maxSteps: 50, timeoutMinutes: 10 };
+
+  it('bounds max_steps and timeout_minutes the file asks for', async () => {
+    const config = await loadRepoConfig(tree('max_steps: 500\ntimeout_minutes: 600\n'), caps);
+    expect(config.max_steps).toBe(50);
+    expect(config.timeout_minutes).toBe(10);
+  });
+
+  it('keeps what the file asks below the caps', async () => {
+    const config = await loadRepoConfig(tree('max_steps: 20\ntimeout_minutes: 5\n'), caps);
+    expect(config.max_steps).toBe(20);
+    expect(config.timeout_minutes).toBe(5);
+  });
+
+  it('bounds the defaults too when a cap is below them', async () => {
+    const config = await loadRepoConfig(tree(), caps);
+    expect(config.max_steps).toBe(50);
+    expect(config.timeout_minutes).toBe(10);
+    const roomy = await loadRepoConfig(tree(), { maxSteps: 1000, timeoutMinutes: 600 });
+    expect(roomy.max_steps).toBeUndefined();
+    expect(roomy.timeout_minutes).toBeUndefined();
+  });
+});

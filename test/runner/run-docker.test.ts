@@ -187,6 +187,35 @@ describeDocker('runPipeline with the Docker sandbox', () => {
     expect(await labelledContainers(runId)).toEqual([]);
   });
 
+  it('a conftest.py forcing exit status 0 yields "after: fail": the verdict runs the repository\'s own harness', async () => {
+    const repo = createPythonRepo(mkdtempSync(path.join(root, 'forged-')));
+    const m = await deps([
+      toolCall('Write', {
+        file_path: 'conftest.py',
+        content: 'def pytest_sessionfinish(session, exitstatus):\n    session.exitstatus = 0\n',
+      }),
+      toolCall('Bash', { command: 'python3 -m pytest -q 2>&1 | tail -1; echo "exit $?"' }),
+      finalAnswer('Fixed: Before: fail / After: pass.'),
+    ]);
+    const runId = `t-docker-forged-${Date.now()}`;
+    try {
+      const result = await runPipeline(
+        request(repo.dir, runId, path.join(root, 'out-forged')),
+        m.deps,
+      );
+      expect(result.outcome).toBe('completed');
+      expect(result.verifyBefore).toMatchObject({ exitCode: 1 });
+      expect(result.verifyAfter).toMatchObject({ exitCode: 1, timedOut: false });
+      expect(result.verifyAfter!.outputTail).toContain('1 failed, 1 passed');
+      // The forgery works on its own terms, and is reported as the agent's, not as the verdict.
+      expect(result.agentTests).toMatchObject({ exitCode: 0 });
+      expect(result.patchFacts!.harnessFiles).toEqual(['conftest.py']);
+    } finally {
+      await m.close();
+    }
+    expect(await labelledContainers(runId)).toEqual([]);
+  });
+
   it('snapshots a successful setup and starts the next run from it with the current tree', async () => {
     const parent = mkdtempSync(path.join(root, 'snap-'));
     const repo = createPythonRepo(parent, {

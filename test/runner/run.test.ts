@@ -273,6 +273,39 @@ describe('runPipeline with the local sandbox', () => {
     expectNothingLeft(slowTest);
   });
 
+  it('stops before the agent when the test command cannot run (a missing tool, exit 127)', async () => {
+    const s = await setup({
+      extraFiles: { '.github/frognano.yml': 'test: frognano-no-such-tool -q\n' },
+    });
+    const before = server.requests.length;
+    const result = await runPipeline(s.request, s.deps);
+    expect(result.outcome).toBe('setup_failed');
+    expect(result.error).toMatch(
+      /^the test command `frognano-no-such-tool -q` could not run \(exit 127: .*frognano-no-such-tool: command not found\): install the tool in `setup` or pick an `image` that has it$/,
+    );
+    expect(result.verifyBefore).toMatchObject({ exitCode: 127 });
+    expect(result.setupTail).toContain('command not found');
+    expect(result.timings.agent).toBeUndefined();
+    expect(server.requests.length).toBe(before);
+    expectNothingLeft(s);
+  });
+
+  it("bounds the repository's budgets by the operator's caps", async () => {
+    const s = await setup({
+      script: [finalAnswer('nothing')],
+      extraFiles: { '.github/frognano.yml': 'max_steps: 400\ntimeout_minutes: 300\n' },
+    });
+    const env = {
+      ...(s.deps.env ?? process.env),
+      FROGNANO_MAX_STEPS_CAP: '7',
+      FROGNANO_MAX_TIMEOUT_MINUTES_CAP: '2',
+    };
+    const result = await runPipeline(s.request, { ...s.deps, env });
+    expect(result.budgets.maxSteps).toBe(7);
+    expect(result.budgets.timeoutMs).toBe(2 * 60_000);
+    expectNothingLeft(s);
+  });
+
   it('detects the test command when the config names none', async () => {
     const s = await setup({ script: [finalAnswer('nothing')] });
     const result = await runPipeline(s.request, s.deps);
@@ -385,6 +418,96 @@ describe('runPipeline with the local sandbox', () => {
     expect(result.verifyBefore).toMatchObject({ exitCode: 1 });
     expect(result.verifyAfter).toMatchObject({ exitCode: 1, timedOut: false });
     expect(result.verifyAfter!.outputTail).toContain('1 failed, 1 passed');
+    expectNothingLeft(s);
+  });
+
+  it("takes the verdict from the repository's own harness: a conftest.py forcing exit 0 does not turn fail into pass", async () => {
+    // The bug stays; the patch adds a conftest.py whose session hook reports success, a test
+    // of its own, and a comment in the source.
+    const forged = [
+      'def pytest_sessionfinish(session, exitstatus):',
+      '    session.exitstatus = 0',
+      '',
+    ].join('\n');
+    const s = await setup({
+      script: [
+        toolCall('Write', { file_path: 'conftest.py', content: forged }),
+        toolCall('Write', {
+          file_path: 'tests/test_extra.py',
+          content: 'def test_extra():\n    assert True\n',
+        }),
+        toolCall('Edit', {
+          file_path: 'calc.py',
+          old_string: 'return a - b',
+          new_string: 'return a - b  # fixed',
+        }),
+        finalAnswer('Fixed, the tests pass.'),
+      ],
+      extraFiles: { '.github/frognano.yml': `test: ${PYTEST}\n` },
+    });
+    const result = await runPipeline(s.request, s.deps);
+    expect(result.outcome).toBe('completed');
+    expect(result.error).toBeUndefined();
+    expect(result.verifyBefore).toMatchObject({ exitCode: 1 });
+    // The verdict: the source change on the original harness and tests.
+    expect(result.verifyAfter).toMatchObject({ exitCode: 1, timedOut: false });
+    expect(result.verifyAfter!.outputTail).toContain('1 failed, 1 passed');
+    // The agent's own evidence, with its conftest.py and test: reported, not trusted.
+    expect(result.agentTests).toMatchObject({ command: PYTEST, exitCode: 0 });
+    expect(result.agentTests!.outputTail).toContain('1 failed, 2 passed');
+    expect(result.patchFacts).toMatchObject({
+      harnessFiles: ['conftest.py'],
+      testFiles: ['tests/test_extra.py'],
+    });
+    expectNothingLeft(s);
+  });
+
+  it("lists links, binaries, mode changes and .gitattributes from git's own reading, and refuses links out of the repository", async () => {
+    const commands = [
+      'ln -s /etc etc-link',
+      'ln -s ../../../../etc/passwd passwd-link',
+      'mkdir -p docs "docs b" && ln -s ../calc.py docs/calc-link',
+      "printf '\\177ELF\\002\\001\\001\\000\\000' > tool.bin && chmod +x tool.bin calc.py",
+      "printf 'x = 1\\n' > café.py && printf 'hi\\n' > 'docs b/innocent.md'",
+      "printf '*.py filter=lfs\\n' > .gitattributes",
+    ].join(' && ');
+    const s = await setup({
+      script: [toolCall('Bash', { command: commands }), finalAnswer('done')],
+      extraFiles: { '.github/frognano.yml': `test: ${PYTEST}\n` },
+    });
+    const result = await runPipeline(s.request, s.deps);
+    expect(result.outcome).toBe('completed');
+    const facts = result.patchFacts!;
+    expect(facts.files.map((f) => [f.path, f.status, f.added, f.removed])).toEqual([
+      ['.gitattributes', 'A', 1, 0],
+      ['café.py', 'A', 1, 0],
+      ['calc.py', 'M', 0, 0],
+      ['docs b/innocent.md', 'A', 1, 0],
+      ['docs/calc-link', 'A', 1, 0],
+      ['etc-link', 'A', 1, 0],
+      ['passwd-link', 'A', 1, 0],
+      ['tool.bin', 'A', null, null],
+    ]);
+    expect(result.filesChanged).toEqual(facts.files.map((f) => f.path));
+    expect(facts.symlinks).toEqual([
+      { path: 'docs/calc-link', target: '../calc.py' },
+      { path: 'etc-link', target: '/etc' },
+      { path: 'passwd-link', target: '../../../../etc/passwd' },
+    ]);
+    expect(facts.binaries).toEqual([{ path: 'tool.bin', size: 9, mode: '100755' }]);
+    expect(facts.modeChanges).toEqual([
+      { path: 'calc.py', oldMode: '100644', newMode: '100755' },
+      { path: 'tool.bin', oldMode: '000000', newMode: '100755' },
+    ]);
+    expect(facts.gitattributes).toEqual(['.gitattributes']);
+    expect(result.violations.filter((v) => v.rule === 'symlink')).toEqual([
+      { rule: 'symlink', detail: 'etc-link is a link to "/etc", which is outside the repository' },
+      {
+        rule: 'symlink',
+        detail:
+          'passwd-link is a link to "../../../../etc/passwd", which is outside the repository',
+      },
+    ]);
     expectNothingLeft(s);
   });
 

@@ -8,18 +8,13 @@ import {
   rmSync,
   writeFileSync,
   mkdirSync,
+  symlinkSync,
 } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  CloneError,
-  HOST_GIT_CONFIG,
-  RUN_MARKER,
-  gitEnv,
-  prepareWorkspace,
-} from '../../src/runner/workspace.js';
+import { CloneError, RUN_MARKER, gitEnv, prepareWorkspace } from '../../src/runner/workspace.js';
 
 const temps: string[] = [];
 function temp(prefix: string): string {
@@ -205,27 +200,207 @@ describe('prepareWorkspace', () => {
   });
 });
 
+describe("host git and the operator's config", () => {
+  it("never runs a filter or diff driver from the operator's ~/.gitconfig or XDG config, at clone or at the policy's apply", async () => {
+    const { bare, commit } = makeRemote();
+    // The repository (and then the patch) names drivers that only the operator's config defines.
+    commit('.gitattributes', '*.dat filter=lfs diff=lfs\n');
+    commit('blob.dat', 'payload\n');
+    const home = temp('ws-home-');
+    const marker = path.join(temp('ws-marker-'), 'filter-ran');
+    const driver = `sh -c 'echo ran >> ${marker}; cat'`;
+    const config = [
+      '[filter "lfs"]',
+      `\tclean = ${driver}`,
+      `\tsmudge = ${driver}`,
+      '\trequired = true',
+      '[diff "lfs"]',
+      `\ttextconv = ${driver}`,
+      '[core]',
+      `\tattributesFile = ${path.join(home, 'attributes')}`,
+      '',
+    ].join('\n');
+    writeFileSync(path.join(home, '.gitconfig'), config);
+    mkdirSync(path.join(home, 'xdg', 'git'), { recursive: true });
+    writeFileSync(path.join(home, 'xdg', 'git', 'config'), config);
+    writeFileSync(path.join(home, 'attributes'), '* filter=lfs\n');
+    const env = { ...process.env, HOME: home, XDG_CONFIG_HOME: path.join(home, 'xdg') };
+    const ws = await prepareWorkspace({ runId: 'cfg', repo: bare, env, ...dirs() });
+    try {
+      expect(existsSync(marker)).toBe(false);
+      const patch = [
+        'diff --git a/.gitattributes b/.gitattributes',
+        '--- a/.gitattributes',
+        '+++ b/.gitattributes',
+        '@@ -1 +1,2 @@',
+        ' *.dat filter=lfs diff=lfs',
+        '+*.txt filter=lfs diff=lfs',
+        'diff --git a/new.txt b/new.txt',
+        'new file mode 100644',
+        '--- /dev/null',
+        '+++ b/new.txt',
+        '@@ -0,0 +1 @@',
+        '+hello',
+        'diff --git a/blob.dat b/blob.dat',
+        '--- a/blob.dat',
+        '+++ b/blob.dat',
+        '@@ -1 +1 @@',
+        '-payload',
+        '+changed',
+        '',
+      ].join('\n');
+      const applied = await ws.changesFromPatch(patch);
+      expect(applied.changes.map((c) => c.path)).toEqual(['.gitattributes', 'blob.dat', 'new.txt']);
+      expect(existsSync(marker)).toBe(false);
+    } finally {
+      await ws.dispose();
+    }
+  });
+});
+
+describe('changesFromPatch', () => {
+  it("reads binaries, modes, sizes and links with git's own machine output, whatever the patch's .gitattributes say", async () => {
+    const { bare, commit } = makeRemote();
+    commit('run.sh', 'echo hi\n');
+    const ws = await prepareWorkspace({ runId: 'facts', repo: bare, ...dirs() });
+    try {
+      // The patch, as git in the sandbox would write it.
+      const work = path.join(temp('ws-facts-'), 'w');
+      git(path.dirname(work), 'clone', '-q', bare, work);
+      writeFileSync(path.join(work, '.gitattributes'), '*.bin diff\n');
+      writeFileSync(path.join(work, 'tool.bin'), Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 1, 2, 0]));
+      chmodSync(path.join(work, 'tool.bin'), 0o755);
+      chmodSync(path.join(work, 'run.sh'), 0o755);
+      mkdirSync(path.join(work, 'docs b'));
+      writeFileSync(path.join(work, 'docs b', 'innocent.md'), 'a\nb\n');
+      symlinkSync('../README.md', path.join(work, 'docs b', 'readme'));
+      git(work, 'add', '-A');
+      const patch = git(work, 'diff', '--cached', '--binary', '--no-renames') + '\n';
+      const applied = await ws.changesFromPatch(patch, {
+        setAside: (p) => p.startsWith('docs b/'),
+      });
+      expect(applied.changes).toEqual([
+        {
+          path: '.gitattributes',
+          oldMode: '000000',
+          newMode: '100644',
+          status: 'A',
+          added: 1,
+          removed: 0,
+          size: 11,
+        },
+        {
+          path: 'docs b/innocent.md',
+          oldMode: '000000',
+          newMode: '100644',
+          status: 'A',
+          added: 2,
+          removed: 0,
+          size: 4,
+        },
+        {
+          path: 'docs b/readme',
+          oldMode: '000000',
+          newMode: '120000',
+          status: 'A',
+          added: 1,
+          removed: 0,
+          size: 12,
+          linkTarget: '../README.md',
+        },
+        {
+          path: 'run.sh',
+          oldMode: '100644',
+          newMode: '100755',
+          status: 'M',
+          added: 0,
+          removed: 0,
+          size: 8,
+        },
+        {
+          path: 'tool.bin',
+          oldMode: '000000',
+          newMode: '100755',
+          status: 'A',
+          added: null,
+          removed: null,
+          size: 8,
+        },
+      ]);
+      // The split is git's own text: the kept part names no set-aside path, and both apply.
+      expect(applied.split!.setAsidePaths).toEqual(['docs b/innocent.md', 'docs b/readme']);
+      expect(applied.split!.kept).not.toContain('docs b/');
+      expect(applied.split!.setAside).toContain(
+        'diff --git a/docs b/innocent.md b/docs b/innocent.md',
+      );
+      expect(applied.split!.setAside).not.toContain('tool.bin');
+      const check = path.join(temp('ws-split-'), 'c');
+      git(path.dirname(check), 'clone', '-q', bare, check);
+      execFileSync('git', ['apply', '--index', '-'], {
+        cwd: check,
+        input: applied.split!.kept,
+        env: GIT_ENV,
+      });
+      execFileSync('git', ['apply', '--index', '-'], {
+        cwd: check,
+        input: applied.split!.setAside,
+        env: GIT_ENV,
+      });
+      expect(git(check, 'diff', '--cached', '--stat', '--no-renames').split('\n').length).toBe(6);
+      // The clean clone is clean again, its info/attributes gone.
+      expect(git(ws.treeDir, 'status', '--porcelain')).toBe('');
+      expect(existsSync(path.join(ws.treeDir, '.git', 'info', 'attributes'))).toBe(false);
+    } finally {
+      await ws.dispose();
+    }
+  });
+});
+
 describe('credentials', () => {
   it('go only into the environment, scoped to the origin, never into argv or config', () => {
     const env = gitEnv(
-      { PATH: '/usr/bin', EDITOR: 'vim', GIT_TRACE: '1' },
+      {
+        PATH: '/usr/bin',
+        EDITOR: 'vim',
+        GIT_TRACE: '1',
+        HOME: '/home/operator',
+        XDG_CONFIG_HOME: '/home/operator/.config',
+      },
       'https://git.example.com/o/r.git',
       {
         username: 'x-access-token',
         password: 'ghs_secret',
       },
+      '/run/empty-home',
     );
-    expect(env).toEqual({
+    const config = Object.fromEntries(
+      Array.from({ length: Number(env.GIT_CONFIG_COUNT) }, (_, i) => [
+        env[`GIT_CONFIG_KEY_${i}`],
+        env[`GIT_CONFIG_VALUE_${i}`],
+      ]),
+    );
+    expect(config).toMatchObject({
+      'core.hooksPath': '/dev/null',
+      'core.fsmonitor': 'false',
+      'credential.helper': '',
+      'http.https://git.example.com/.extraHeader': `Authorization: Basic ${Buffer.from('x-access-token:ghs_secret').toString('base64')}`,
+    });
+    expect(env).toMatchObject({
       PATH: '/usr/bin',
+      HOME: '/run/empty-home',
+      XDG_CONFIG_HOME: '/run/empty-home',
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_CONFIG_GLOBAL: '/dev/null',
       GIT_TERMINAL_PROMPT: '0',
       GIT_LFS_SKIP_SMUDGE: '1',
-      GIT_CONFIG_COUNT: '1',
-      GIT_CONFIG_KEY_0: 'http.https://git.example.com/.extraHeader',
-      GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from('x-access-token:ghs_secret').toString('base64')}`,
     });
-    expect(HOST_GIT_CONFIG.join(' ')).not.toContain('ghs_secret');
-    expect(HOST_GIT_CONFIG).toContain('core.hooksPath=/dev/null');
-    expect(HOST_GIT_CONFIG).toContain('core.fsmonitor=false');
+    expect(env.EDITOR).toBeUndefined();
+    expect(env.GIT_TRACE).toBeUndefined();
+    expect(
+      Object.keys(env)
+        .filter((k) => !k.startsWith('GIT_CONFIG_'))
+        .join(' '),
+    ).not.toContain('ghs_secret');
   });
 
   describe('against a real smart-HTTP server that demands Basic auth', () => {
@@ -323,7 +498,8 @@ describe('credentials', () => {
         }
         const argv = readFileSync(argvLog, 'utf8');
         expect(argv).toContain('clone --mirror');
-        expect(argv).toContain('-c core.hooksPath=/dev/null');
+        // The hardening settings travel in the environment (host-git-env.ts), like the header.
+        expect(argv).not.toContain('extraHeader');
         expect(argv).not.toContain(password);
         expect(argv).not.toContain(basic);
       } finally {

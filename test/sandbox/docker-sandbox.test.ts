@@ -83,7 +83,8 @@ describe.each(factories)('Sandbox conformance: $kind', (factory) => {
   });
   afterAll(async () => {
     await sandbox?.dispose();
-    await rm(fixture, { recursive: true, force: true });
+    // beforeAll may have failed before the fixture existed; say nothing more than it did.
+    if (fixture) await rm(fixture, { recursive: true, force: true });
   });
 
   describe('exec', () => {
@@ -302,7 +303,8 @@ describeDocker('DockerSandbox', () => {
   });
   afterAll(async () => {
     await sandbox?.dispose();
-    await rm(fixture, { recursive: true, force: true });
+    // beforeAll may have failed before the fixture existed; say nothing more than it did.
+    if (fixture) await rm(fixture, { recursive: true, force: true });
   });
 
   it('labels the container for cleanup', async () => {

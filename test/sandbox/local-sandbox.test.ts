@@ -172,8 +172,41 @@ describe('exec', () => {
     expect(result.timedOut).toBe(true);
     expect(result.stdout.toString()).toBe('');
     const escaped = Number(readFileSync(path.join(sb.homeDir, 'escaped.pid'), 'utf8'));
-    expect(processGone(escaped)).toBe(false);
-    process.kill(escaped, 'SIGKILL');
+    // It left the group, but it is still the command's: the timeout kills it too.
+    await expect.poll(() => processGone(escaped), { timeout: 5000 }).toBe(true);
+  });
+
+  it('on timeout kills what the command started wherever it went: setsid, daemons, a timeout wrapper', async () => {
+    const sb = await sandbox();
+    const result = await sb.exec(
+      [
+        // Orphaned at once (double fork): no parent link left, only the environment marker.
+        "(setsid sh -c 'echo $$ > ~/daemon.pid; exec sleep 61' > /dev/null 2>&1 &)",
+        "setsid sh -c 'echo $$ > ~/setsid.pid; exec sleep 62' > /dev/null 2>&1 &",
+        "timeout 1000 sh -c 'echo $$ > ~/wrapped.pid; exec sleep 63' > /dev/null 2>&1 &",
+        'sleep 0.5; sleep 64',
+      ].join('\n'),
+      { timeoutMs: 1500 },
+    );
+    expect(result.timedOut).toBe(true);
+    for (const name of ['daemon.pid', 'setsid.pid', 'wrapped.pid']) {
+      const pid = Number(readFileSync(path.join(sb.homeDir, name), 'utf8'));
+      await expect.poll(() => processGone(pid), { timeout: 5000 }).toBe(true);
+    }
+  });
+
+  it('leaves a background process alone when the command ends by itself, until dispose', async () => {
+    const sb = await sandbox();
+    const result = await sb.exec(
+      "setsid sh -c 'echo $$ > ~/server.pid; exec sleep 65' > /dev/null 2>&1 &",
+    );
+    expect(result.exitCode).toBe(0);
+    await expect.poll(() => existsSync(path.join(sb.homeDir, 'server.pid'))).toBe(true);
+    const pid = Number(readFileSync(path.join(sb.homeDir, 'server.pid'), 'utf8'));
+    expect(processGone(pid)).toBe(false);
+    // ... until the sandbox goes: dispose() finds it by the sandbox's marker.
+    await sb.dispose();
+    await expect.poll(() => processGone(pid), { timeout: 5000 }).toBe(true);
   });
 
   it('kills the group when the signal aborts', async () => {

@@ -82,7 +82,7 @@ export async function ensureSandboxImage(
     await docker.getImage(image).inspect();
   } catch {
     throw new Error(
-      `sandbox image ${image} is missing: run sandbox/build-offline.sh (or docker build -t ${image} sandbox/)`,
+      `sandbox image ${image} is missing: the test setup (test/support/global-setup.ts) builds it when an engine answers; by hand: sudo bash sandbox/build-offline.sh (or docker build -t ${image} sandbox/)`,
     );
   }
 }

@@ -52,6 +52,8 @@ export interface HarnessOptions {
   env?: NodeJS.ProcessEnv;
   /** `frognano start` (default), `serve` or `worker`. */
   mode?: 'all' | 'serve' | 'worker';
+  /** The App's logger (default silent). */
+  log?: pino.Logger;
 }
 
 export interface Harness {
@@ -93,14 +95,15 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       : await startScriptedModelServer({ script: options.script ?? [] }));
   const modelUrl = options.modelUrl ?? (model as ScriptedModelServer).baseUrl;
   const sandbox = options.sandbox ?? 'local';
-  const log = process.env.FROGNANO_TEST_LOG
-    ? pino({ level: 'debug' }, pino.destination(2))
-    : silentLog;
+  const log =
+    options.log ??
+    (process.env.FROGNANO_TEST_LOG ? pino({ level: 'debug' }, pino.destination(2)) : silentLog);
   const app = await startAppOrCleanUp({
     mode: options.mode ?? 'all',
     log,
     Octokit: FastOctokit,
     pollMs: 50,
+    intakeRetryMs: 200,
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
@@ -433,12 +436,12 @@ export function mockPullRequest(
 }
 
 export async function waitFor(
-  check: () => boolean,
+  check: () => boolean | Promise<boolean>,
   what: string,
   timeoutMs = 20_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }

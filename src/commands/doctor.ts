@@ -1,0 +1,377 @@
+// `frognano doctor`, and the checks `npm start` runs before it says "started": each check is one
+// line, ✓ with what was found, or ✗ with what is wrong and how to fix it.
+import { constants, existsSync } from 'node:fs';
+import { access, mkdir, rm, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { Probot, ProbotOctokit } from 'probot';
+import pino from 'pino';
+import { ConfigError, loadProcessConfig, type ProcessConfig } from '../config.js';
+import { AppConfigError, loadAppConfig, type AppConfig } from '../github/app-config.js';
+import { checkModelEndpoint } from '../leaf/openai-model.js';
+import { assertDockerReachable, connectDocker } from '../sandbox/docker-engine.js';
+import { DEFAULT_SANDBOX_IMAGE } from '../sandbox/docker-sandbox.js';
+import { imageExists, offlineBuildBlocker } from '../sandbox/ensure-sandbox-image.js';
+import type { AppMode } from '../app.js';
+import { modelConfigFrom } from './model-config-from.js';
+
+export type CheckResult =
+  | { ok: true; detail: string }
+  /**
+   * `warn`: runs can still work (the image builds itself); `block`: they cannot; `skipped`:
+   * not checked because an earlier check it needs failed (that one already says what to do).
+   */
+  | { ok: false; severity: 'warn' | 'block' | 'skipped'; problem: string; fix: string };
+
+export interface Check {
+  name: string;
+  /** Modes that need this check (the webhook URL means nothing to a worker). */
+  modes: readonly AppMode[];
+  /** At `npm start` a failure only warns (a GPU restarting must not stop the webhook server). */
+  warnOnlyAtStart?: boolean;
+  run(context: CheckContext): Promise<CheckResult>;
+}
+
+export interface CheckContext {
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  /** The App's configuration, once the credentials check parsed it. */
+  app?: AppConfig;
+  /** The model and sandbox configuration, once parsed. */
+  process?: ProcessConfig;
+  /** An App-authenticated (JWT) client, once GET /app answered. */
+  appOctokit?: InstanceType<typeof ProbotOctokit>;
+}
+
+export interface CheckOutcome {
+  check: Check;
+  result: CheckResult;
+  /** The line printed for it. */
+  line: string;
+  /** True when this outcome stops `npm start` (and makes `frognano doctor` exit 1). */
+  blocks: boolean;
+}
+
+const ALL: readonly AppMode[] = ['all', 'serve', 'worker'];
+const RUNS: readonly AppMode[] = ['all', 'worker'];
+const WEBHOOKS: readonly AppMode[] = ['all', 'serve'];
+
+const fail = (
+  problem: string,
+  fix: string,
+  severity: 'warn' | 'block' | 'skipped' = 'block',
+): CheckResult => ({
+  ok: false,
+  severity,
+  problem,
+  fix,
+});
+
+const configuration: Check = {
+  name: 'configuration',
+  modes: ALL,
+  async run(context) {
+    try {
+      context.process = loadProcessConfig(context.env);
+      context.app = loadAppConfig(context.env, context.cwd);
+    } catch (error) {
+      if (error instanceof ConfigError || error instanceof AppConfigError) {
+        return fail(
+          error.problems.join('; '),
+          'correct these variables in .env (see .env.example)',
+        );
+      }
+      throw error;
+    }
+    return { ok: true, detail: 'every variable is valid' };
+  },
+};
+
+const githubApp: Check = {
+  name: 'GitHub App',
+  modes: ALL,
+  async run(context) {
+    const app = context.app;
+    if (!app) return fail('not checked', 'the configuration check failed', 'skipped');
+    if (!app.credentials) {
+      return fail(
+        'APP_ID, PRIVATE_KEY (or PRIVATE_KEY_PATH) and WEBHOOK_SECRET are not set',
+        'run `npm start` once to register the App (it writes them to .env), or set them from the App settings',
+      );
+    }
+    // No retries: the doctor answers in seconds, and says what is wrong on the first failure.
+    const Octokit = ProbotOctokit.defaults((options: Record<string, unknown>) => ({
+      ...options,
+      retry: { enabled: false },
+      throttle: { ...(options.throttle as object), enabled: false },
+      request: { ...(options.request as object), timeout: 10_000 },
+    }));
+    const probot = new Probot({
+      appId: app.credentials.appId,
+      privateKey: app.credentials.privateKey,
+      baseUrl: app.apiBaseUrl,
+      Octokit,
+      log: pino({ level: 'silent' }),
+    });
+    try {
+      const octokit = await probot.auth();
+      const { data } = await octokit.rest.apps.getAuthenticated();
+      context.appOctokit = octokit;
+      return {
+        ok: true,
+        detail: `App ${data?.slug ?? '?'} (id ${app.credentials.appId}) answers GET /app at ${app.apiBaseUrl}`,
+      };
+    } catch (error) {
+      const status = (error as { status?: number }).status;
+      if (status === 401 || status === 403 || status === 404) {
+        return fail(
+          `${app.apiBaseUrl} refused the App's JWT (HTTP ${status} on GET /app)`,
+          'check APP_ID and the private key against the App settings (generate a new key there if needed)',
+        );
+      }
+      return fail(
+        `${app.apiBaseUrl} did not answer GET /app (${errorText(error)})`,
+        'check the network and GITHUB_API_URL / GHE_HOST',
+      );
+    }
+  },
+};
+
+const webhookUrl: Check = {
+  name: 'webhook URL',
+  modes: WEBHOOKS,
+  async run(context) {
+    const app = context.app;
+    if (app?.webhookProxyUrl) {
+      return {
+        ok: true,
+        detail: `deliveries come through WEBHOOK_PROXY_URL ${app.webhookProxyUrl}`,
+      };
+    }
+    if (!context.appOctokit) return fail('not checked', 'the GitHub App check failed', 'skipped');
+    try {
+      const { data } = await context.appOctokit.request('GET /app/hook/config');
+      const url = (data as { url?: string }).url;
+      if (url) return { ok: true, detail: `GitHub delivers webhooks to ${url}` };
+      return fail(
+        'the App has no webhook URL, so no event reaches this server',
+        `set it in the App settings to https://<this host>${app?.webhookPath ?? '/api/github/webhooks'} (or set WEBHOOK_PROXY_URL for development)`,
+      );
+    } catch (error) {
+      return fail(
+        `GET /app/hook/config failed (${errorText(error)})`,
+        'check the App settings: the webhook must be active with a URL',
+      );
+    }
+  },
+};
+
+const modelEndpoint: Check = {
+  name: 'model endpoint',
+  modes: RUNS,
+  warnOnlyAtStart: true,
+  async run(context) {
+    if (!context.process) return fail('not checked', 'the configuration check failed', 'skipped');
+    const model = modelConfigFrom(context.process);
+    try {
+      await checkModelEndpoint(model, { timeoutMs: 5000 });
+      return { ok: true, detail: `${model.baseUrl} serves ${model.model}` };
+    } catch (error) {
+      const [problem, fix] = splitFix(errorText(error));
+      return fail(problem, fix ?? 'set FROGNANO_MODEL_URL and FROGNANO_MODEL');
+    }
+  },
+};
+
+const dockerEngine: Check = {
+  name: 'Docker engine',
+  modes: RUNS,
+  async run(context) {
+    if (context.process?.FROGNANO_SANDBOX === 'local') {
+      return { ok: true, detail: 'not needed: FROGNANO_SANDBOX=local (development only)' };
+    }
+    try {
+      await assertDockerReachable(connectDocker(context.env), { env: context.env });
+      return { ok: true, detail: 'the engine answers' };
+    } catch (error) {
+      const [problem, fix] = splitFix(errorText(error));
+      return fail(problem, fix ?? 'start Docker or set DOCKER_HOST');
+    }
+  },
+};
+
+const sandboxImage: Check = {
+  name: 'sandbox image',
+  modes: RUNS,
+  async run(context) {
+    if (context.process?.FROGNANO_SANDBOX === 'local') {
+      return { ok: true, detail: 'not needed: FROGNANO_SANDBOX=local' };
+    }
+    const image = context.process?.FROGNANO_SANDBOX_IMAGE ?? DEFAULT_SANDBOX_IMAGE;
+    const docker = connectDocker(context.env);
+    let present: boolean;
+    try {
+      await assertDockerReachable(docker, { env: context.env, timeoutMs: 2000 });
+      present = await imageExists(docker, image);
+    } catch {
+      return fail('not checked', 'the Docker engine check failed', 'skipped');
+    }
+    if (present) return { ok: true, detail: `${image} is present` };
+    if (image !== DEFAULT_SANDBOX_IMAGE) {
+      return fail(
+        `${image} (FROGNANO_SANDBOX_IMAGE) is missing`,
+        `pull or build ${image}, or unset FROGNANO_SANDBOX_IMAGE to use ${DEFAULT_SANDBOX_IMAGE}`,
+      );
+    }
+    const blocker = offlineBuildBlocker(context.env);
+    return fail(
+      `${image} is missing`,
+      blocker
+        ? `\`npm start\` builds it from sandbox/Dockerfile when a registry answers (the offline build would need ${blocker}); or run \`sudo bash sandbox/build-offline.sh\``
+        : '`npm start` builds it (sandbox/Dockerfile through the engine, else offline with sandbox/build-offline.sh)',
+      'warn',
+    );
+  },
+};
+
+const dataDirectory: Check = {
+  name: 'data directory',
+  modes: ALL,
+  async run(context) {
+    const dir = context.app?.dataDir;
+    if (!dir) return fail('not checked', 'the configuration check failed', 'skipped');
+    const probe = join(dir, `.doctor-${process.pid}`);
+    try {
+      await mkdir(dir, { recursive: true });
+      await writeFile(probe, 'ok');
+      await rm(probe, { force: true });
+      return { ok: true, detail: `${dir} is writable` };
+    } catch (error) {
+      return fail(
+        `${dir} is not writable (${(error as NodeJS.ErrnoException).code ?? errorText(error)})`,
+        'give this user write access to it, or point FROGNANO_DATA_DIR elsewhere',
+      );
+    }
+  },
+};
+
+/**
+ * Queue backends, by name: each brings its own reachability check. The SQLite file in the
+ * data directory is the only backend today; another backend adds its entry here and the
+ * configuration that selects it.
+ */
+export const queueBackendChecks: Record<string, (context: CheckContext) => Promise<CheckResult>> = {
+  async sqlite(context) {
+    const dir = context.app?.dataDir;
+    if (!dir) return fail('not checked', 'the configuration check failed', 'skipped');
+    const file = join(dir, 'frognano.sqlite');
+    try {
+      // Opened directly, not as a RunQueue: the doctor must not take over a running App's queue.
+      await access(dir, constants.W_OK);
+      const db = new Database(file, { timeout: 5000 });
+      try {
+        db.prepare('SELECT 1').get();
+      } finally {
+        db.close();
+      }
+      return { ok: true, detail: `SQLite ${file} opens` };
+    } catch (error) {
+      return fail(
+        `SQLite ${file} does not open (${errorText(error)})`,
+        'check the file and its directory (permissions, disk space), or move it away to start an empty queue',
+      );
+    }
+  },
+};
+
+const queueBackend: Check = {
+  name: 'queue',
+  modes: ALL,
+  run: (context) =>
+    (queueBackendChecks.sqlite as (c: CheckContext) => Promise<CheckResult>)(context),
+};
+
+/** Every check, in the order they run (later checks use what earlier ones found). */
+export const CHECKS: readonly Check[] = [
+  configuration,
+  githubApp,
+  webhookUrl,
+  modelEndpoint,
+  dockerEngine,
+  sandboxImage,
+  dataDirectory,
+  queueBackend,
+];
+
+/** Runs the checks that matter for `mode`; `atStart` makes model failures warnings. */
+export async function runChecks(options: {
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  mode?: AppMode;
+  atStart?: boolean;
+  checks?: readonly Check[];
+}): Promise<CheckOutcome[]> {
+  const mode = options.mode ?? 'all';
+  const context: CheckContext = { env: options.env, cwd: options.cwd };
+  const outcomes: CheckOutcome[] = [];
+  for (const check of options.checks ?? CHECKS) {
+    if (!check.modes.includes(mode)) continue;
+    let result: CheckResult;
+    try {
+      result = await check.run(context);
+    } catch (error) {
+      result = fail(`the check itself failed (${errorText(error)})`, 'report this as a bug');
+    }
+    const blocks =
+      !result.ok && result.severity === 'block' && !(options.atStart && check.warnOnlyAtStart);
+    outcomes.push({ check, result, line: formatOutcome(check, result), blocks });
+  }
+  return outcomes;
+}
+
+export function formatOutcome(check: Check, result: CheckResult): string {
+  if (result.ok) return `✓ ${check.name}: ${result.detail}`;
+  if (result.severity === 'skipped') return `- ${check.name}: not checked (${result.fix})`;
+  return `${result.severity === 'warn' ? '!' : '✗'} ${check.name}: ${result.problem} → fix: ${result.fix}`;
+}
+
+export interface DoctorIo {
+  stdout: (line: string) => void;
+  env: NodeJS.ProcessEnv;
+  cwd?: string;
+}
+
+/** `frognano doctor`: prints one line per check; exit code 1 when something blocks runs. */
+export async function doctorCommand(io: DoctorIo): Promise<number> {
+  const cwd = io.cwd ?? process.cwd();
+  // The same .env `npm start` reads (where the registration flow wrote the credentials).
+  if (io.env === process.env && existsSync(resolve(cwd, '.env'))) {
+    process.loadEnvFile(resolve(cwd, '.env'));
+  }
+  const outcomes = await runChecks({ env: io.env, cwd });
+  for (const outcome of outcomes) io.stdout(outcome.line);
+  const blocking = outcomes.filter((outcome) => outcome.blocks).length;
+  io.stdout(
+    blocking === 0
+      ? 'ready: nothing blocks runs'
+      : `not ready: ${blocking} problem${blocking === 1 ? '' : 's'} block${blocking === 1 ? 's' : ''} runs`,
+  );
+  return blocking === 0 ? 0 : 1;
+}
+
+/** Messages from the solve-side checks read "problem (reason): fix" or "...; fix": split them. */
+function splitFix(message: string): [string, string | undefined] {
+  const at = message.search(/\)[:;] /);
+  if (at < 0) return [message, undefined];
+  return [message.slice(0, at + 1), message.slice(at + 3)];
+}
+
+function errorText(error: unknown): string {
+  if (error instanceof Error) {
+    const cause = error.cause as NodeJS.ErrnoException | undefined;
+    const code = cause?.code ?? (error as NodeJS.ErrnoException).code;
+    if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return code;
+    return error.message.split('\n')[0] ?? error.name;
+  }
+  return String(error);
+}

@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest';
+import { isHarnessFile, isTestFile, patchFacts } from '../../src/runner/patch-facts.js';
+import type { AppliedChange } from '../../src/runner/workspace.js';
+
+describe('isHarnessFile and isTestFile', () => {
+  it('knows the files that decide how tests run, at any depth', () => {
+    for (const file of [
+      'conftest.py',
+      'tests/unit/conftest.py',
+      'pytest.ini',
+      'tox.ini',
+      'setup.cfg',
+      'pyproject.toml',
+      'noxfile.py',
+      'src/evil.pth',
+      'sitecustomize.py',
+      'package.json',
+      'web/package.json',
+      '.npmrc',
+      'jest.config.js',
+      'vitest.config.ts',
+      'vite.config.mjs',
+      '.mocharc.yml',
+      'Makefile',
+      '.cargo/config.toml',
+    ]) {
+      expect(isHarnessFile(file), file).toBe(true);
+    }
+    for (const file of ['calc.py', 'src/app.ts', 'README.md', 'docs/conf.py', 'setup.py']) {
+      expect(isHarnessFile(file), file).toBe(false);
+    }
+  });
+
+  it('counts the files the test command names as harness', () => {
+    expect(isHarnessFile('scripts/run-tests.sh', 'bash ./scripts/run-tests.sh -q')).toBe(true);
+    expect(isHarnessFile('runtests.py', 'python3 runtests.py')).toBe(true);
+    expect(isHarnessFile('scripts/other.sh', 'bash ./scripts/run-tests.sh')).toBe(false);
+  });
+
+  it('knows test files by name and by directory', () => {
+    for (const file of [
+      'test_calc.py',
+      'pkg/calc_test.py',
+      'tests/helpers.py',
+      'src/__tests__/a.js',
+      'a.test.ts',
+      'b.spec.js',
+      'x_test.go',
+    ]) {
+      expect(isTestFile(file), file).toBe(true);
+    }
+    for (const file of ['calc.py', 'testing.md', 'src/contest.py', 'latest/x.py']) {
+      expect(isTestFile(file), file).toBe(false);
+    }
+  });
+});
+
+describe('patchFacts', () => {
+  const change = (c: Partial<AppliedChange> & { path: string }): AppliedChange => ({
+    oldMode: '100644',
+    newMode: '100644',
+    status: 'M',
+    added: 1,
+    removed: 1,
+    size: 10,
+    ...c,
+  });
+
+  it('lists links, binaries, mode changes, harness, tests and .gitattributes', () => {
+    const facts = patchFacts(
+      [
+        change({ path: '.gitattributes', oldMode: '000000', status: 'A' }),
+        change({
+          path: 'bin/tool',
+          oldMode: '000000',
+          newMode: '100755',
+          status: 'A',
+          added: null,
+          removed: null,
+          size: 8400,
+        }),
+        change({ path: 'conftest.py', oldMode: '000000', status: 'A' }),
+        change({
+          path: 'link',
+          oldMode: '000000',
+          newMode: '120000',
+          status: 'A',
+          linkTarget: '/etc',
+        }),
+        change({ path: 'run.sh', newMode: '100755', added: 0, removed: 0 }),
+        change({
+          path: 'gone.bin',
+          newMode: '000000',
+          status: 'D',
+          added: null,
+          removed: null,
+          size: 0,
+        }),
+        change({ path: 'tests/test_a.py' }),
+      ],
+      'python3 -m pytest',
+    );
+    expect(facts.symlinks).toEqual([{ path: 'link', target: '/etc' }]);
+    expect(facts.binaries).toEqual([{ path: 'bin/tool', size: 8400, mode: '100755' }]);
+    expect(facts.modeChanges).toEqual([
+      { path: 'bin/tool', oldMode: '000000', newMode: '100755' },
+      { path: 'run.sh', oldMode: '100644', newMode: '100755' },
+    ]);
+    expect(facts.harnessFiles).toEqual(['conftest.py']);
+    expect(facts.testFiles).toEqual(['tests/test_a.py']);
+    expect(facts.gitattributes).toEqual(['.gitattributes']);
+    expect(facts.files).toHaveLength(7);
+  });
+});
