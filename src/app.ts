@@ -37,7 +37,7 @@ import {
   resolveBotIdentity,
 } from './github/publish.js';
 import { decideTrigger } from './github/triggers.js';
-import { type RunPipelineFn, WorkerPool, runOutDir } from './github/worker.js';
+import { type RunPipelineFn, WorkerPool } from './github/worker.js';
 
 export type AppMode = 'all' | 'serve' | 'worker';
 
