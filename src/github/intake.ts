@@ -356,18 +356,21 @@ export class Intake {
       } else {
         const client = await octokit();
         // Under the issue's lock, shared with the workers: "queued" cannot land after "running".
-        await lock.run(key, async () => {
-          const now = await task.render();
-          if (!now) return;
-          runId = now.runId;
-          const id = await ensureStatusComment(
-            client,
-            { owner: t.owner, repo: t.repo, issueNumber: t.issueNumber },
-            now.body,
-            await statusCommentId(queue, key),
-          );
-          await queue.setNote(key, STATUS_COMMENT_NOTE, String(id));
-        });
+        // And across processes (serve and workers on other hosts) through the queue.
+        await lock.run(key, () =>
+          queue.exclusive(key, async () => {
+            const now = await task.render();
+            if (!now) return;
+            runId = now.runId;
+            const id = await ensureStatusComment(
+              client,
+              { owner: t.owner, repo: t.repo, issueNumber: t.issueNumber },
+              now.body,
+              await statusCommentId(queue, key),
+            );
+            await queue.setNote(key, STATUS_COMMENT_NOTE, String(id));
+          }),
+        );
       }
     } finally {
       if (runId && budget.spent > 0) await queue.addRestCalls(runId, budget.spent);

@@ -293,12 +293,14 @@ export class WorkerPool {
         saving = queue.setNote(key, STATUS_COMMENT_NOTE, String(id));
       },
       serialize: (write) =>
-        lock.run(key, async () => {
-          commentId = await note();
-          await onWrite?.();
-          await write();
-          await saving;
-        }),
+        lock.run(key, () =>
+          queue.exclusive(key, async () => {
+            commentId = await note();
+            await onWrite?.();
+            await write();
+            await saving;
+          }),
+        ),
       budget,
       meta: { runId: run.id, trigger: triggerWords(job) },
     });

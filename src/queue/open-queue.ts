@@ -17,7 +17,9 @@ export const QueueConfig = z.object({
   FROGNANO_REDIS_PREFIX: z
     .string()
     .trim()
-    .regex(/^[\w.-]+$/, { message: 'must be letters, digits, dots, dashes or underscores' })
+    .regex(/^[\w.:-]+$/, {
+      message: 'must be letters, digits, dots, colons, dashes or underscores',
+    })
     .prefault('frognano'),
   FROGNANO_LOST_WORKER_SECONDS: z
     .string()

@@ -172,6 +172,12 @@ redis.call('ZADD', p..'queued', tonumber(redis.call('HGET', r, 'seq')), id)
 return 1
 `;
 
+// Deletes the lock only while it is still ours (ARGV[2]: the key, ARGV[3]: our token).
+const UNLOCK = `
+if redis.call('GET', ARGV[2]) == ARGV[3] then return redis.call('DEL', ARGV[2]) end
+return 0
+`;
+
 const COMPLETE_DELIVERY = `
 local p, d, ttl = ARGV[1], ARGV[2], ARGV[3]
 local k = p..'dlv:'..d
@@ -562,6 +568,23 @@ export class RedisQueue<J = unknown> implements Queue<J> {
   async getArtifact(runId: string, name: string): Promise<Buffer | undefined> {
     const gz = await this.#redis.getBuffer(`${this.#p}art:${runId}:${name}`);
     return gz ? gunzipSync(gz) : undefined;
+  }
+
+  async exclusive<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const lockKey = `${this.#p}lock:${key}`;
+    const token = randomUUID();
+    // Long enough for a few GitHub writes; a holder that dies frees it when it expires.
+    const ttlMs = 30_000;
+    const deadline = Date.now() + ttlMs;
+    while ((await this.#redis.set(lockKey, token, 'PX', String(ttlMs), 'NX')) !== 'OK') {
+      if (Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    try {
+      return await fn();
+    } finally {
+      await this.#eval(UNLOCK, [lockKey, token]).catch(() => undefined);
+    }
   }
 
   /** Runs this process holds (their BullMQ locks renewed). */

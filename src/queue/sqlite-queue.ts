@@ -144,6 +144,10 @@ export class SqliteQueue<J = unknown> implements Queue<J> {
     return undefined;
   }
 
+  exclusive<T>(_key: string, fn: () => Promise<T>): Promise<T> {
+    return fn();
+  }
+
   async close(): Promise<void> {
     this.runs.close();
   }

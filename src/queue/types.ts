@@ -89,5 +89,10 @@ export interface Queue<J = unknown> {
    */
   putArtifact(runId: string, name: string, body: Buffer, ttlSeconds: number): Promise<void>;
   getArtifact(runId: string, name: string): Promise<Buffer | undefined>;
+  /**
+   * Runs `fn` while no other process runs one for the same key (status comment writes of an
+   * issue: intake on serve, the run on a worker). sqlite: one process per half, nothing to do.
+   */
+  exclusive<T>(key: string, fn: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
