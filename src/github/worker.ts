@@ -85,6 +85,7 @@ export class WorkerPool {
   #kicking: Promise<void> | undefined;
   #kickAgain = false;
   #polling: Promise<void> | undefined;
+  #sweeping: Promise<void> | undefined;
   #reapOrphans: ((liveRunIds: string[]) => Promise<void>) | undefined;
 
   constructor(private readonly deps: WorkerDeps) {}
@@ -93,18 +94,23 @@ export class WorkerPool {
     this.#stopped = false;
     let sweeps = 0;
     const poll = async () => {
-      this.kick();
       for (const [runId, { controller }] of this.#running) {
         if (!controller.signal.aborted && (await this.deps.queue.isCancelRequested(runId)))
           controller.abort();
       }
       // A shared queue loses runs with their workers at any time, not only before a start:
-      // every few polls, runs BullMQ found stalled are requeued or failed and their issues told.
+      // every few polls, runs BullMQ found stalled are requeued or failed and their issues
+      // told (on its own chain: telling an issue must not hold up claiming).
       if (this.deps.queue.kind === 'bullmq' && ++sweeps % 3 === 0 && this.#reapOrphans) {
-        await this.recover(this.#reapOrphans, { reap: false });
+        const reapOrphans = this.#reapOrphans;
+        this.#sweeping ??= this.recover(reapOrphans, { reap: false })
+          .then(() => undefined)
+          .catch((error: unknown) => this.deps.log.warn({ err: error }, 'lost-run sweep failed'))
+          .finally(() => (this.#sweeping = undefined));
       }
     };
     this.#timer = setInterval(() => {
+      this.kick();
       if (this.#polling) return;
       this.#polling = poll()
         .catch((error: unknown) => this.deps.log.warn({ err: error }, 'worker poll failed'))
@@ -194,6 +200,7 @@ export class WorkerPool {
     if (this.#timer) clearInterval(this.#timer);
     await this.#kicking;
     await this.#polling;
+    await this.#sweeping;
     for (const { controller } of this.#running.values()) controller.abort();
     await Promise.all([...this.#running.values()].map((r) => r.done));
   }

@@ -110,7 +110,11 @@ async function startCluster(
   const prs = new Map<number, number>();
   for (const n of issues) {
     mockStatusComment(gh, n);
-    mockPullRequest(gh, n, 100 + n, () => prs.set(n, (prs.get(n) ?? 0) + 1));
+    // POST /pulls is one path for every issue: count by the branch the PR is for.
+    mockPullRequest(gh, n, 100 + n, (body) => {
+      const issue = Number(/^frognano\/issue-(\d+)$/.exec(String(body.head))?.[1]);
+      prs.set(issue, (prs.get(issue) ?? 0) + 1);
+    });
   }
 
   const redisUrl = options.redisUrl ?? SHARED_REDIS;
@@ -328,8 +332,16 @@ it('a worker killed mid-run: the run completes on the other, one PR, the issue t
     'the second attempt',
     30_000,
   );
-  const secondHolder = (await holder(run2.id)).find((n) => n !== firstHolder && workers.has(n))!;
-  await kill(secondHolder);
+  let secondHolder: string | undefined;
+  await waitFor(
+    async () => {
+      secondHolder = (await holder(run2.id)).find((n) => n !== firstHolder && workers.has(n));
+      return secondHolder !== undefined;
+    },
+    'another worker to take the run',
+    30_000,
+  );
+  await kill(secondHolder!);
   // A fresh worker finds it lost a second time.
   workers.set('d', await cluster.startWorker('d'));
   await waitFor(
@@ -341,6 +353,11 @@ it('a worker killed mid-run: the run completes on the other, one PR, the issue t
     state: 'failed',
     outcome: 'interrupted',
   });
+  await waitFor(
+    () => cluster.gh.statusBodies.some((b) => b.includes('so it was given up')),
+    'the issue to be told',
+    30_000,
+  );
   expect(cluster.gh.statusBodies.at(-1)).toContain(
     'the run was interrupted 2 times: its worker was lost (a crash, a kill or a host going away), so it was given up.',
   );
