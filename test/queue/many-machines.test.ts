@@ -26,7 +26,7 @@ import {
   type FakeGitHub,
   type GitHubMock,
 } from '../github/helpers/app-harness.js';
-import { labeledPayload } from '../github/helpers/payloads.js';
+import { commentPayload, labeledPayload } from '../github/helpers/payloads.js';
 import { createPythonRepo } from '../support/python-repo.js';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.js';
 import {
@@ -62,6 +62,8 @@ interface Cluster {
   queue: RedisQueue<IssueJob>;
   startWorker(name: string): Promise<ChildProcess>;
   label(issue: number, deliveryId?: string): Promise<number>;
+  /** A comment by the maintainer on the issue, delivered to serve. */
+  comment(issue: number, body: string): Promise<number>;
   /** Issues whose first model call waits until `release(issue)`; `always`: every call. */
   hold(issue: number, always?: boolean): { reached: Promise<void> };
   release(issue: number): void;
@@ -166,27 +168,25 @@ async function startCluster(
     prs,
     queue,
     startWorker: async (name) => (await start('worker', name)).child,
-    async label(issue, deliveryId = randomUUID()) {
-      const body = JSON.stringify(
-        labeledPayload({
-          sender: { login: 'Codertocat', id: 21031067 },
-          issueNumber: issue,
-          issueTitle: `Issue #${issue}: add() subtracts`,
-          issueBody: 'add(2, 3) returns -1; it should return 5.',
-        }),
-      );
-      const res = await fetch(`${serve.url}/api/github/webhooks`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'x-github-event': 'issues',
-          'x-github-delivery': deliveryId,
-          'x-hub-signature-256': sign(body),
-        },
-        body,
+    label(issue, deliveryId = randomUUID()) {
+      const payload = labeledPayload({
+        sender: { login: 'Codertocat', id: 21031067 },
+        issueNumber: issue,
+        issueTitle: `Issue #${issue}: add() subtracts`,
+        issueBody: 'add(2, 3) returns -1; it should return 5.',
       });
-      await res.text();
-      return res.status;
+      return deliver(serve.url!, 'issues', payload, deliveryId);
+    },
+    comment(issue, text) {
+      const maintainer = { login: 'Codertocat', id: 21031067 };
+      const payload = commentPayload({
+        sender: maintainer,
+        commenter: maintainer,
+        body: text,
+        issueNumber: issue,
+        issueTitle: `Issue #${issue}: add() subtracts`,
+      });
+      return deliver(serve.url!, 'issue_comment', payload, randomUUID());
     },
     hold(issue, always = false) {
       let open!: () => void;
@@ -201,6 +201,27 @@ async function startCluster(
       holds.delete(issue);
     },
   };
+}
+
+async function deliver(
+  serveUrl: string,
+  event: string,
+  payload: unknown,
+  deliveryId: string,
+): Promise<number> {
+  const body = JSON.stringify(payload);
+  const res = await fetch(`${serveUrl}/api/github/webhooks`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-github-event': event,
+      'x-github-delivery': deliveryId,
+      'x-hub-signature-256': sign(body),
+    },
+    body,
+  });
+  await res.text();
+  return res.status;
 }
 
 async function dropPrefix(url: string, prefix: string): Promise<void> {
@@ -390,3 +411,28 @@ it('Redis killed and restarted on its AOF mid-burst: nothing lost, nothing doubl
   expect([...cluster.prs.entries()].sort((x, y) => x[0] - y[0])).toEqual(issues.map((n) => [n, 1]));
   expect(cluster.fake.unmatched, 'requests no mock matched').toEqual([]);
 }, 240_000);
+
+it('/frognano cancel at serve stops the run on the worker holding it, within seconds', async () => {
+  const cluster = await startCluster([1]);
+  await cluster.startWorker('a');
+  const held = cluster.hold(1, true);
+  expect(await cluster.label(1)).toBe(200);
+  await held.reached;
+  const [run] = await cluster.queue.list();
+  expect(run?.state).toBe('running');
+
+  expect(await cluster.comment(1, '/frognano cancel')).toBe(200);
+  await waitFor(
+    async () => (await cluster.queue.get(run!.id))?.state === 'cancelled',
+    'the run to stop',
+    30_000,
+  );
+  await waitFor(
+    () => cluster.gh.statusBodies.some((b) => b.includes('cancelled')),
+    'the issue to be told',
+    10_000,
+  );
+  expect(cluster.prs.get(1)).toBeUndefined();
+  expect(cluster.fake.unmatched, 'requests no mock matched').toEqual([]);
+  cluster.release(1);
+}, 120_000);
