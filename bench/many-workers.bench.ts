@@ -79,6 +79,8 @@ export default async function run(): Promise<void> {
   const start = async (args: string[]): Promise<string | null> => {
     const child = spawn(process.execPath, ['--import', 'tsx', NODE, ...args], {
       stdio: ['ignore', 'pipe', 'inherit'],
+      // The default lock: on a loaded machine a worker must not be thought lost mid-run.
+      env: { ...process.env, FROGNANO_LOST_WORKER_SECONDS: '30' },
     });
     children.push(child);
     const line = await new Promise<string>((resolve, reject) => {

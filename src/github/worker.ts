@@ -86,6 +86,8 @@ export class WorkerPool {
   #kickAgain = false;
   #polling: Promise<void> | undefined;
   #sweeping: Promise<void> | undefined;
+  /** Runs this process lost to another worker: they end here without a word. */
+  readonly #lost = new Set<string>();
   #reapOrphans: ((liveRunIds: string[]) => Promise<void>) | undefined;
 
   constructor(private readonly deps: WorkerDeps) {}
@@ -95,8 +97,14 @@ export class WorkerPool {
     let sweeps = 0;
     const poll = async () => {
       for (const [runId, { controller }] of this.#running) {
-        if (!controller.signal.aborted && (await this.deps.queue.isCancelRequested(runId)))
+        if (controller.signal.aborted) continue;
+        if (!(await this.deps.queue.stillHeld(runId))) {
+          // Thought lost (this process stalled past its lock): another worker runs it now.
+          this.#lost.add(runId);
           controller.abort();
+        } else if (await this.deps.queue.isCancelRequested(runId)) {
+          controller.abort();
+        }
       }
       // A shared queue loses runs with their workers at any time, not only before a start:
       // every few polls, runs BullMQ found stalled are requeued or failed and their issues
@@ -157,6 +165,7 @@ export class WorkerPool {
           .catch((error: unknown) => this.deps.log.error({ err: error }, 'finishing failed'))
           .finally(() => {
             this.#running.delete(claimed.id);
+            this.#lost.delete(claimed.id);
             this.kick();
             this.#notifyIdle();
           });
@@ -440,6 +449,10 @@ export class WorkerPool {
         final = { kind: 'cancelled' };
         state = 'cancelled';
         outcome = 'cancelled';
+      } else if (!(await deps.queue.stillHeld(record.id))) {
+        // Another worker took the run up meanwhile: it publishes, not this one.
+        this.#lost.add(record.id);
+        final = { kind: 'interrupted' };
       } else {
         final = await this.#publish(job, record.id, result, octokit, mintToken, gitUrl, log);
         state = final.kind === 'done' ? 'done' : 'failed';
@@ -460,6 +473,13 @@ export class WorkerPool {
       }
     } finally {
       clearTimeout(deadlineTimer);
+    }
+    if (this.#lost.delete(record.id)) {
+      log.warn(
+        { restCalls: budget.used },
+        'run taken up by another worker; this attempt ends silently',
+      );
+      return;
     }
     if (this.#stopped && signal.aborted && state !== 'done' && !overdue) {
       // Shutdown, not a cancel: the record stays `running`, so the next start requeues it once.

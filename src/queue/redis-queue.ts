@@ -468,6 +468,13 @@ export class RedisQueue<J = unknown> implements Queue<J> {
     return { run, wasRunning: running === '1' };
   }
 
+  async stillHeld(id: string): Promise<boolean> {
+    const held = this.#held.get(id);
+    if (!held) return false;
+    const [state, owner] = await this.#redis.hmget(`${this.#p}run:${id}`, 'state', 'owner');
+    return state === 'running' && owner === held.token;
+  }
+
   async isCancelRequested(id: string): Promise<boolean> {
     return (await this.#redis.hget(`${this.#p}run:${id}`, 'cancel')) === '1';
   }

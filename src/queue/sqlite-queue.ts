@@ -100,6 +100,11 @@ export class SqliteQueue<J = unknown> implements Queue<J> {
     return this.runs.requestCancel(key);
   }
 
+  async stillHeld(id: string): Promise<boolean> {
+    // One worker process per data directory: a running run is this process's.
+    return this.runs.get(id)?.state === 'running';
+  }
+
   async isCancelRequested(id: string): Promise<boolean> {
     return this.runs.isCancelRequested(id);
   }

@@ -62,6 +62,12 @@ export interface Queue<J = unknown> {
     state: FinishState,
     details?: { outcome?: string; summary?: string },
   ): Promise<boolean>;
+  /**
+   * False once this process no longer holds a run it claimed: another worker took it up after
+   * this one was thought lost (stalled past its lock), or it ended. The run must then stop
+   * without publishing or reporting.
+   */
+  stillHeld(id: string): Promise<boolean>;
   /** A queued run is cancelled at once; a running one is flagged for its worker. */
   requestCancel(key: string): Promise<{ run: RunRecord<J>; wasRunning: boolean } | undefined>;
   isCancelRequested(id: string): Promise<boolean>;

@@ -139,7 +139,9 @@ describe.each([sqlite, bullmq])('queue contract: $name', (backend) => {
     const claimed = await q.claim();
     expect(claimed).toMatchObject({ job: job(1), state: 'running', attempts: 1 });
     expect(await q.activeFor('o/r#1')).toMatchObject({ id: claimed!.id, state: 'running' });
+    expect(await q.stillHeld(claimed!.id)).toBe(true);
     expect(await q.finish(claimed!.id, 'done', { outcome: 'pull_request' })).toBe(true);
+    expect(await q.stillHeld(claimed!.id)).toBe(false);
     expect(await q.finish(claimed!.id, 'failed')).toBe(false);
     expect(await q.get(claimed!.id)).toMatchObject({ state: 'done', outcome: 'pull_request' });
     expect(await q.activeFor('o/r#1')).toBeUndefined();

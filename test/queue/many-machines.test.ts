@@ -143,7 +143,7 @@ async function startCluster(
       ],
       {
         stdio: ['ignore', 'pipe', 'inherit'],
-        env: { ...process.env, FROGNANO_LOST_WORKER_SECONDS: options.lostWorkerSeconds ?? '1' },
+        env: { ...process.env, FROGNANO_LOST_WORKER_SECONDS: options.lostWorkerSeconds ?? '3' },
       },
     );
     children.add(child);

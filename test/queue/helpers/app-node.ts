@@ -20,7 +20,7 @@ const harness = await startHarness({
     GITHUB_API_URL: githubUrl,
     FROGNANO_REDIS_URL: redisUrl,
     FROGNANO_REDIS_PREFIX: prefix,
-    FROGNANO_LOST_WORKER_SECONDS: process.env.FROGNANO_LOST_WORKER_SECONDS ?? '1',
+    FROGNANO_LOST_WORKER_SECONDS: process.env.FROGNANO_LOST_WORKER_SECONDS ?? '3',
   },
 });
 process.stdout.write(`${JSON.stringify({ ready: true, url: harness.url ?? null })}\n`);
