@@ -3,7 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    testTimeout: 30_000,
+    // Generous: Docker and multi-sandbox runs share 2 cores; a hang still ends, just later.
+    testTimeout: 90_000,
     hookTimeout: 60_000,
     // Docker-backed suites share one engine on a 2-core machine; keep parallelism modest.
     maxWorkers: 2,

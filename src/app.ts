@@ -17,6 +17,7 @@ import type { Logger } from 'pino';
 import { loadProcessConfig } from './config.js';
 import { modelConfigFrom } from './commands/model-config-from.js';
 import { createLogger } from './log.js';
+import { countDelivery, createMetrics, metricsHandler, type Metrics } from './metrics/index.js';
 import { connectDocker } from './sandbox/docker-engine.js';
 import { openQueue } from './queue/open-queue.js';
 import { readRunArtifact } from './queue/read-run-artifact.js';
@@ -25,19 +26,28 @@ import { lockDataDir, type DataDirHalf } from './queue/data-dir-lock.js';
 import { startRetention } from './queue/retention.js';
 import { reap } from './sandbox/reap.js';
 import { runPipeline } from './runner/run.js';
-import { loadAppConfig, type AppConfig } from './github/app-config.js';
+import { AppConfigError, loadAppConfig, type AppConfig } from './github/app-config.js';
 import { Intake } from './github/intake.js';
 import type { IssueJob } from './github/job.js';
 import { KeyedLock } from './github/keyed-lock.js';
-import type { GitHubClient } from './github/octokit.js';
+import { appOctokit, type GitHubClient } from './github/octokit.js';
 import {
   type BotIdentity,
   type GitRunner,
   noreplyDomainFor,
+  removeStalePublishDirs,
   resolveBotIdentity,
 } from './github/publish.js';
+import { prunePendingPublishes } from './github/pending-publish.js';
 import { decideTrigger } from './github/triggers.js';
-import { type RunPipelineFn, WorkerPool } from './github/worker.js';
+import { type RunPipelineFn, WorkerPool, runOutDir } from './github/worker.js';
+import {
+  queueRunListing,
+  recordingRunResults,
+  runPageHandler,
+  runsPageConfig,
+  runsPageHandler,
+} from './web/index.js';
 
 export type AppMode = 'all' | 'serve' | 'worker';
 
@@ -52,11 +62,16 @@ export interface StartAppOptions {
   /** Removes containers and work directories of dead runs (default: the Docker reaper). */
   reapOrphans?: (liveRunIds: string[]) => Promise<void>;
   git?: GitRunner;
-  /** Octokit class for GitHub calls (tests tune retries); default Probot's, throttling and retry on. */
+  /**
+   * Octokit class for GitHub calls (tests shorten delays); default `appOctokit`: Probot's, with
+   * retry on and rate limits retried as GitHub asks.
+   */
   Octokit?: typeof ProbotOctokit;
   pollMs?: number;
   /** Wait before deliveries whose permission check failed are tried again (default 30 s). */
   intakeRetryMs?: number;
+  /** A webhook body not complete this long after its request arrived is cut (default 10 s). */
+  webhookBodyTimeoutMs?: number;
 }
 
 export interface RunningApp {
@@ -70,6 +85,8 @@ export interface RunningApp {
   queue?: Queue<IssueJob>;
   intake?: Intake;
   workers?: WorkerPool;
+  /** Prometheus metrics; `/metrics` on the HTTP server (serve, all), `frognano worker` serves its own. */
+  metrics?: Metrics;
   /** Stops the server and the workers; runs in flight are left for the next start to requeue. */
   stop(): Promise<void>;
 }
@@ -82,6 +99,10 @@ export interface FrognanoAppDeps {
   trajectoriesFrom?: string;
   /** A shared queue holding trajectories of runs made on other hosts. */
   queue?: Pick<Queue, 'getArtifact'>;
+  /** The run pages and the runs page (src/web). */
+  webHandlers?: ((req: IncomingMessage, res: ServerResponse) => Promise<boolean>)[];
+  /** Counted here, and served at `/metrics`. */
+  metrics?: Metrics;
 }
 
 /** The Probot application function: subscribe, filter, record. */
@@ -91,17 +112,21 @@ export function frognanoApp(deps: FrognanoAppDeps): ApplicationFunction {
       const decision = decideTrigger(context.name, context.payload, { label: deps.label });
       if (decision.kind === 'ignore') {
         deps.log.debug({ deliveryId: context.id, reason: decision.reason }, 'webhook ignored');
+        countDelivery(deps.metrics, 'ignored', decision.kind);
         return;
       }
       // Read before the first await: the store belongs to this request's async context.
       const sha256 = webhookBody.getStore()?.sha256;
       // Awaited: GitHub gets its answer only once the delivery is stored.
       const outcome = await deps.intake.accept(context.id, decision, sha256);
+      countDelivery(deps.metrics, outcome, decision.kind);
       deps.log.info({ deliveryId: context.id, kind: decision.kind, outcome }, 'webhook accepted');
     };
     app.on('issues.labeled', handle);
     app.on('issue_comment.created', handle);
     if (deps.trajectoriesFrom) addHandler(trajectoryHandler(deps.trajectoriesFrom, deps.queue));
+    for (const handler of deps.webHandlers ?? []) addHandler(handler);
+    if (deps.metrics) addHandler(metricsHandler(deps.metrics, deps.log));
   };
 }
 
@@ -145,7 +170,15 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
 
   if (!config.credentials) {
     if (mode === 'worker') {
-      throw new Error('APP_ID and PRIVATE_KEY (or PRIVATE_KEY_PATH) must be set to run workers');
+      throw new AppConfigError([
+        'APP_ID and PRIVATE_KEY (or PRIVATE_KEY_PATH) must be set to run workers: run `frognano start` once to register the App (it writes them to .env), or set them from the App settings',
+      ]);
+    }
+    // Probot serves no registration flow in production (the Docker image sets NODE_ENV).
+    if (env.NODE_ENV === 'production') {
+      throw new AppConfigError([
+        'APP_ID and PRIVATE_KEY (or PRIVATE_KEY_PATH) are not set, and NODE_ENV=production turns the registration flow off: register the App once elsewhere (`npm start` without NODE_ENV) or create it by hand, then set APP_ID, PRIVATE_KEY and WEBHOOK_SECRET',
+      ]);
     }
     log.warn('APP_ID or the private key is missing: serving the GitHub App registration flow');
     const port = config.port === 0 ? await freePort(config.host) : config.port;
@@ -164,7 +197,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     secret: webhookSecret,
     baseUrl: config.apiBaseUrl,
     log,
-    Octokit: options.Octokit,
+    Octokit: options.Octokit ?? appOctokit(log),
   });
   // Before the queue is touched: a second process must not requeue the first one's runs.
   const halves: DataDirHalf[] =
@@ -197,6 +230,12 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     dataDirLock.release();
     throw error;
   };
+  const metrics = createMetrics({
+    queueDepth: async () => ({
+      queued: (await queue.list('queued')).length,
+      running: (await queue.list('running')).length,
+    }),
+  });
   const lock = new KeyedLock();
   const probotForAuth = new ProbotWithDefaults();
   const auth = (installationId: number) =>
@@ -205,24 +244,34 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
   let workers: WorkerPool | undefined;
   if (mode !== 'serve') {
     const processConfig = loadProcessConfig(env);
-    const pipeline: RunPipelineFn =
+    // Each run's result is kept beside its trajectory for the run page.
+    const pipeline: RunPipelineFn = recordingRunResults(
       options.runPipeline ??
-      ((request) =>
-        runPipeline(request, {
-          modelConfig: modelConfigFrom(processConfig),
-          env,
-          dataDir: config.dataDir,
-          logger: log,
-          handleSignals: false,
-        }));
+        ((request) =>
+          runPipeline(request, {
+            modelConfig: modelConfigFrom(processConfig),
+            env,
+            dataDir: config.dataDir,
+            logger: log,
+            handleSignals: false,
+          })),
+      processConfig.FROGNANO_MODEL,
+      (error) => log.warn({ err: error }, 'run.json write failed'),
+    );
+    // Asked once per process; a failed attempt is forgotten so the next run asks again.
     let identity: Promise<BotIdentity> | undefined;
-    const botIdentity = () => {
+    let identityKnown = config.botIdentity !== undefined;
+    const botIdentity = (installation: GitHubClient, countAppCall: () => void) => {
       if (config.botIdentity) return Promise.resolve(config.botIdentity);
-      identity ??= probotForAuth
-        .auth()
-        .then((appOctokit) =>
-          resolveBotIdentity(appOctokit as GitHubClient, noreplyDomainFor(config.gitBaseUrl)),
+      identity ??= probotForAuth.auth().then(async (appOctokit) => {
+        countAppCall();
+        const resolved = await resolveBotIdentity(
+          { app: appOctokit as GitHubClient, installation },
+          noreplyDomainFor(config.gitBaseUrl),
         );
+        identityKnown = true;
+        return resolved;
+      });
       identity.catch(() => (identity = undefined));
       return identity;
     };
@@ -239,6 +288,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       mintInstallationToken,
       runPipeline: pipeline,
       botIdentity,
+      botIdentityKnown: () => identityKnown,
       lock,
       log,
       gitBaseUrl: config.gitBaseUrl,
@@ -249,6 +299,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       pollMs: options.pollMs,
       git: options.git,
       artifactTtlSeconds: config.retentionDays * 24 * 3600,
+      metrics,
     });
     const reapOrphans =
       options.reapOrphans ??
@@ -256,6 +307,12 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
         const docker = config.sandbox === 'docker' ? connectDocker(env) : undefined;
         await reap(docker, { liveRunIds, workRoot: join(config.dataDir, 'runs'), log });
       });
+    // What a process killed mid-publish left: its clone, and records nobody will retry.
+    const leftovers = await removeStalePublishDirs(join(config.dataDir, 'publish'));
+    const pruned = await prunePendingPublishes(config.dataDir);
+    if (leftovers.length + pruned.length > 0) {
+      log.info({ leftovers, pruned }, 'removed publish leftovers');
+    }
     await workers.recover(reapOrphans).catch(failStart);
     workers.start();
   }
@@ -282,19 +339,49 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       webhookPath: config.webhookPath,
       webhookProxy: config.webhookProxyUrl,
     });
+    const listing = queueRunListing(queue, {
+      gitBaseUrl: config.gitBaseUrl,
+      runDir: (id) => runOutDir(config.dataDir, id),
+    });
+    const runsPage = runsPageConfig(env);
+    if (!runsPage) log.info('runs page /runs off: set GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET');
+    const webHandlers = [
+      ...(config.publicUrl || runsPage
+        ? [runPageHandler({ listing, model: env.FROGNANO_MODEL })]
+        : []),
+      ...(runsPage
+        ? [
+            runsPageHandler({
+              ...runsPage,
+              listing,
+              webBaseUrl: config.gitBaseUrl,
+              apiBaseUrl: config.apiBaseUrl,
+              publicUrl: config.publicUrl,
+              log,
+            }),
+          ]
+        : []),
+    ];
     const appFn = frognanoApp({
       label: config.label,
       intake,
       log,
       trajectoriesFrom: config.publicUrl ? config.dataDir : undefined,
       queue,
+      webHandlers,
+      metrics,
     });
     await server.load((app, appOptions) => {
       probot = app;
       return appFn(app, appOptions);
     });
     httpServer = await server.start().catch(failStart);
-    guardWebhookBodies(httpServer, config.webhookPath, log);
+    guardWebhookBodies(
+      httpServer,
+      config.webhookPath,
+      log,
+      options.webhookBodyTimeoutMs ?? WEBHOOK_BODY_TIMEOUT_MS,
+    );
     // Deliveries recorded before a crash but not yet handled.
     void intake.kick();
   }
@@ -307,6 +394,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     queue,
     intake,
     workers,
+    metrics,
     async stop() {
       // Idle keep-alive connections would hold close() open until they time out.
       const closing = server?.stop();
@@ -325,6 +413,13 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
 export const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
 /** All webhook bodies being read at once may hold at most this much memory. */
 export const MAX_WEBHOOK_BYTES_IN_FLIGHT = 4 * MAX_WEBHOOK_BYTES;
+
+/**
+ * GitHub gives up on a delivery that takes more than 10 s; a body still arriving after that is
+ * not GitHub's, and would hold its share of the in-flight budget for Node's 5-minute request
+ * timeout: four such senders would turn every real delivery away.
+ */
+export const WEBHOOK_BODY_TIMEOUT_MS = 10_000;
 
 /** The raw body of the webhook request being handled (its hash detects replays). */
 const webhookBody = new AsyncLocalStorage<{ sha256: string }>();
@@ -350,7 +445,12 @@ function webhookPathname(url: string): string | undefined {
  * connection closed. The body read is handed to Probot as `rawBody` (which its middleware
  * takes instead of reading the stream), and its SHA-256 to our handler.
  */
-function guardWebhookBodies(server: HttpServer, webhookPath: string, log: Logger): void {
+function guardWebhookBodies(
+  server: HttpServer,
+  webhookPath: string,
+  log: Logger,
+  bodyTimeoutMs: number,
+): void {
   const target = webhookPathname(webhookPath);
   const listeners = server.listeners('request') as ((
     req: IncomingMessage,
@@ -369,7 +469,7 @@ function guardWebhookBodies(server: HttpServer, webhookPath: string, log: Logger
       log.warn({ url: (req.url ?? '').slice(0, 200), bytes, status }, why);
       if (!res.headersSent) {
         res.writeHead(status, { connection: 'close', 'content-type': 'text/plain' });
-        res.end(status === 413 ? 'payload too large\n' : 'busy\n');
+        res.end(status === 413 ? 'payload too large\n' : status === 408 ? 'too slow\n' : 'busy\n');
       }
     };
     const declared = Number(req.headers['content-length'] ?? 0);
@@ -380,8 +480,16 @@ function guardWebhookBodies(server: HttpServer, webhookPath: string, log: Logger
     const chunks: Buffer[] = [];
     let received = 0;
     let done = false;
+    const slow = setTimeout(() => {
+      if (done) return;
+      stop();
+      req.pause();
+      refuse(408, 'webhook body slower than GitHub sends: connection cut', received);
+      req.socket.destroy();
+    }, bodyTimeoutMs).unref();
     const stop = () => {
       done = true;
+      clearTimeout(slow);
       inFlight -= received;
       req.removeListener('data', onData);
       req.removeListener('end', onEnd);

@@ -23,7 +23,7 @@ const program = new Command()
 const appModes = [
   ['start', 'all', 'Run the GitHub App: webhook server and workers in one process (npm start)'],
   ['serve', 'serve', 'Run only the webhook server; workers run elsewhere (`frognano worker`)'],
-  ['worker', 'worker', 'Run only workers that take queued runs'],
+  ['worker', 'worker', 'Run only workers that take queued runs; /metrics on FROGNANO_METRICS_PORT'],
 ] as const;
 for (const [name, mode, description] of appModes) {
   program
@@ -38,7 +38,7 @@ for (const [name, mode, description] of appModes) {
 program
   .command('solve')
   .description(
-    'Run FrogNano on one repository and write patch.diff, summary.md and trajectory.json',
+    'Run FrogNano on one repository and write patch.diff, summary.md, trajectory.json and trajectory.html',
   )
   .requiredOption('--repo <dir|git-url>', 'local git repository or clone URL')
   .option('--issue-file <file>', 'file holding the task (title, blank line, body)')
@@ -108,6 +108,38 @@ program
     });
   });
 
+const runs = program
+  .command('runs')
+  .description('List the queue and recent runs of this data directory (FROGNANO_DATA_DIR)')
+  .option('--json', 'print JSON for scripts')
+  .option('--state <state>', 'only runs in this state (queued, running, done, failed, cancelled)')
+  .option('--repo <owner/repo>', 'only runs of this repository')
+  .option('--limit <n>', 'at most this many runs, newest first', '20')
+  .action(async (options: Record<string, string | boolean | undefined>) => {
+    const { runsCommand } = await import('./commands/runs.js');
+    process.exitCode = await runsCommand(options, {
+      stdout: (line) => process.stdout.write(`${line}\n`),
+      env: process.env,
+    });
+  });
+runs
+  .command('show <id>')
+  .description("Print one run's summary (the id or a unique prefix of it)")
+  .option('--json', 'print JSON for scripts')
+  .action(async (id: string, options: { json?: boolean }) => {
+    const { runsShowCommand } = await import('./commands/runs.js');
+    // `runs show <id> --json`: commander hands a flag after the id to `runs`, which has it too.
+    const json = Boolean(options.json ?? runs.opts<{ json?: boolean }>().json);
+    process.exitCode = await runsShowCommand(
+      id,
+      { json },
+      {
+        stdout: (line) => process.stdout.write(`${line}\n`),
+        env: process.env,
+      },
+    );
+  });
+
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
@@ -120,6 +152,8 @@ try {
   } else if (error instanceof Error && isOneLineFailure(error)) {
     // A model server's answer (e.g. the models it serves) can be part of the message.
     process.stderr.write(`frognano: ${terminalText(error.message)}\n`);
+    // Another process owns the data directory or the port: a refusal to start, not bad usage.
+    if (error.name === 'DataDirBusyError' || isPortInUse(error)) process.exitCode = 1;
   } else {
     process.stderr.write(
       `frognano: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
@@ -127,13 +161,20 @@ try {
   }
 }
 
+/** Probot's listen error, whose message already says which port and what to do. */
+function isPortInUse(error: Error): boolean {
+  return (error as NodeJS.ErrnoException).code === 'EADDRINUSE';
+}
+
 /** Errors whose message is already the one actionable line for the user. */
 function isOneLineFailure(error: Error): boolean {
+  if (isPortInUse(error)) return true;
   return [
     'DockerUnavailableError',
     'ModelEndpointError',
     'RepoConfigError',
     'AppConfigError',
     'SandboxImageError',
+    'DataDirBusyError',
   ].includes(error.name);
 }

@@ -68,6 +68,11 @@ export const ProcessConfig = z.object({
   FROGNANO_DISK_FLOOR: byteSize.prefault('2g'),
   FROGNANO_DATA_DIR: z.string().trim().min(1).prefault('./data'),
   ...RepoConfigCapsEnv.shape,
+  /** `frognano worker`'s own `/metrics` server; 0 turns it off (serve and all use the App's port). */
+  FROGNANO_METRICS_PORT: number(
+    'a TCP port (1-65535), or 0 for no metrics server',
+    (n) => Number.isInteger(n) && n >= 0 && n <= 65535,
+  ).prefault('9464'),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
       message: 'must be one of fatal, error, warn, info, debug, trace, silent',

@@ -167,6 +167,10 @@ describe('the webhook endpoint (real HTTP server)', () => {
       gh.calls.filter((c) => c.startsWith('POST /repos/Codertocat/Hello-World/issues/1/comments')),
     ).toHaveLength(1);
     expect(harness.model!.chatRequests).toHaveLength(1);
+    // Probot's real App auth end to end: every call carried the credential its route wants
+    // (an App JWT for the token mint, a minted installation token elsewhere).
+    expect(gh.authFailures).toEqual([]);
+    expect(gh.tokens.size).toBeGreaterThan(0);
   });
 
   it('records a run whose model endpoint stopped answering as failed, with the reason, not as done', async () => {
@@ -693,6 +697,43 @@ describe('webhook bodies over the cap (raw sockets)', () => {
     for (const socket of slow) socket.destroy();
     expect((await fetch(`${harness.url}/ping`)).status).toBe(200);
   });
+
+  it('cuts bodies that trickle in slower than GitHub sends, so slow senders cannot hold the in-flight budget', async () => {
+    // GitHub gives up on a delivery after 10 s; a body still arriving after that is not GitHub's.
+    harness = await startHarness({ webhookBodyTimeoutMs: 1_000 });
+    await harness.app.intake!.stop();
+    const { hostname, port } = new URL(harness.url);
+    const head = headers('/api/github/webhooks', 'transfer-encoding: chunked\r\n');
+    const frame = (p: Buffer) =>
+      Buffer.concat([Buffer.from(`${p.length.toString(16)}\r\n`), p, Buffer.from('\r\n')]);
+    // Four unsigned senders that together hold all but a few bytes of the budget, and stall.
+    const slow = await Promise.all(
+      [1, 2, 3, 4].map(
+        () =>
+          new Promise<{ socket: Socket; closed: Promise<void> }>((resolve) => {
+            const socket = connect(Number(port), hostname, () => {
+              socket.write(head);
+              socket.write(frame(Buffer.alloc(MAX_WEBHOOK_BYTES - 16, 0x7b)));
+              resolve({ socket, closed });
+            });
+            socket.on('error', () => undefined).resume();
+            const closed = new Promise<void>((r) => socket.on('close', () => r()));
+          }),
+      ),
+    );
+    try {
+      await Promise.all(slow.map((s) => s.closed));
+      // A real delivery, a few kilobytes, is read and accepted.
+      expect(
+        await harness.deliver('issues', labeledPayload({ sender: maintainer }), 'after-slow'),
+      ).toBe(200);
+      expect((await harness.app.queue!.pendingDeliveries()).map((d) => d.deliveryId)).toEqual([
+        'after-slow',
+      ]);
+    } finally {
+      for (const s of slow) s.socket.destroy();
+    }
+  }, 30_000);
 
   it('refuses a declared length over the cap on a path variant without reading it', async () => {
     harness = await startHarness();

@@ -1,8 +1,8 @@
 // `frognano doctor`, and the checks `npm start` runs before it says "started": each check is one
 // line, ✓ with what was found, or ✗ with what is wrong and how to fix it.
-import { constants, existsSync } from 'node:fs';
+import { constants, existsSync, statSync } from 'node:fs';
 import { access, mkdir, rm, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { Probot, ProbotOctokit } from 'probot';
 import pino from 'pino';
@@ -44,6 +44,8 @@ export interface CheckContext {
   process?: ProcessConfig;
   /** An App-authenticated (JWT) client, once GET /app answered. */
   appOctokit?: InstanceType<typeof ProbotOctokit>;
+  /** False once the data directory check failed (the queue lives there). */
+  dataDirWritable?: boolean;
 }
 
 export interface CheckOutcome {
@@ -250,9 +252,14 @@ const dataDirectory: Check = {
       await rm(probe, { force: true });
       return { ok: true, detail: `${dir} is writable` };
     } catch (error) {
+      context.dataDirWritable = false;
+      const code = (error as NodeJS.ErrnoException).code;
+      const file = code === 'ENOTDIR' ? fileInPath(dir) : undefined;
       return fail(
-        `${dir} is not writable (${(error as NodeJS.ErrnoException).code ?? errorText(error)})`,
-        'give this user write access to it, or point FROGNANO_DATA_DIR elsewhere',
+        `${dir} is not writable (${code ?? errorText(error)})`,
+        file
+          ? `${file} is a file, not a directory: point FROGNANO_DATA_DIR at a directory`
+          : 'give this user write access to it, or point FROGNANO_DATA_DIR elsewhere',
       );
     }
   },
@@ -267,6 +274,9 @@ export const queueBackendChecks: Record<string, (context: CheckContext) => Promi
   async sqlite(context) {
     const dir = context.app?.dataDir;
     if (!dir) return fail('not checked', 'the configuration check failed', 'skipped');
+    if (context.dataDirWritable === false) {
+      return fail('not checked', 'the data directory check failed', 'skipped');
+    }
     const file = join(dir, 'frognano.sqlite');
     try {
       // Opened directly, not as a RunQueue: the doctor must not take over a running App's queue.
@@ -415,6 +425,18 @@ export async function doctorCommand(io: DoctorIo): Promise<number> {
       : `not ready: ${blocking} problem${blocking === 1 ? '' : 's'} block${blocking === 1 ? 's' : ''} runs`,
   );
   return blocking === 0 ? 0 : 1;
+}
+
+/** The nearest ancestor of `dir` (or itself) that exists and is not a directory. */
+function fileInPath(dir: string): string | undefined {
+  for (let at = dir; at !== dirname(at); at = dirname(at)) {
+    try {
+      if (!statSync(at).isDirectory()) return at;
+    } catch {
+      // Missing, or under a file: keep walking up.
+    }
+  }
+  return undefined;
 }
 
 /** Messages from the solve-side checks read "problem (reason): fix" or "...; fix": split them. */

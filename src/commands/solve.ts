@@ -9,6 +9,7 @@ import { runPipeline } from '../runner/run.js';
 import type { RunProgress, RunResult } from '../runner/run-types.js';
 import { assertDockerReachable, connectDocker } from '../sandbox/docker-engine.js';
 import { ensureSandboxImage } from '../sandbox/ensure-sandbox-image.js';
+import { writeRunPage } from '../web/index.js';
 import { modelConfigFrom } from './model-config-from.js';
 import { renderSummary } from './render-summary.js';
 import { parseSolveOptions, UsageError } from './solve-options.js';
@@ -27,7 +28,7 @@ export const SOLVE_EXIT = {
 } as const;
 
 /** The files a run writes into --out; a previous run's copies are removed first. */
-const OUTPUT_FILES = ['trajectory.json', 'patch.diff', 'summary.md'];
+const OUTPUT_FILES = ['trajectory.json', 'trajectory.html', 'patch.diff', 'summary.md'];
 
 export interface SolveIo {
   stderr: (line: string) => void;
@@ -99,6 +100,7 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
     path.join(outDir, 'summary.md'),
     renderSummary(result, { model: modelConfig.model }),
   );
+  await writeRunPage(outDir, { result, repo: options.repo, issueText, model: modelConfig.model });
   const failure = failureOf(result);
   say(failure === undefined ? doneLine(result, outDir) : failedLine(result, failure, outDir));
   if (result.outcome === 'cancelled') return SOLVE_EXIT.cancelled;
@@ -205,5 +207,5 @@ function failedLine(result: RunResult, reason: string, outDir: string): string {
 
 function doneLine(result: RunResult, outDir: string): string {
   const files = result.filesChanged.length;
-  return `[frognano] done: ${result.exitReason}, ${result.budgets.steps} steps, ${files} file(s) changed; wrote ${outDir}/patch.diff, summary.md, trajectory.json`;
+  return `[frognano] done: ${result.exitReason}, ${result.budgets.steps} steps, ${files} file(s) changed; wrote ${outDir}/patch.diff, summary.md, trajectory.json, trajectory.html`;
 }

@@ -9,6 +9,7 @@ import { loadProcessConfig } from '../config.js';
 import { assertDockerReachable, connectDocker } from '../sandbox/docker-engine.js';
 import { ensureSandboxImage } from '../sandbox/ensure-sandbox-image.js';
 import { runChecks } from './doctor.js';
+import { startMetricsServer, type MetricsServer } from '../metrics/index.js';
 
 export async function startCommand(options: { mode: AppMode }): Promise<void> {
   const env = process.env;
@@ -23,18 +24,42 @@ export async function startCommand(options: { mode: AppMode }): Promise<void> {
   }
 
   const app = await startApp({ mode: options.mode });
+  // A worker has no HTTP server of its own: it gets one for /metrics (and /ping).
+  let metricsServer: MetricsServer | undefined;
+  const metricsPort = options.mode === 'worker' ? loadProcessConfig().FROGNANO_METRICS_PORT : 0;
+  if (app.metrics && metricsPort !== 0) {
+    try {
+      metricsServer = await startMetricsServer(app.metrics, {
+        port: metricsPort,
+        host: app.config?.host,
+        log,
+      });
+    } catch (error) {
+      await app.stop();
+      throw error;
+    }
+  }
   if (app.registering) {
     log.info({ url: app.url }, 'open this URL in a browser to register the GitHub App');
   } else {
-    log.info({ mode: options.mode, url: app.url }, 'frognano-bot started');
+    log.info(
+      { mode: options.mode, url: app.url, metrics: metricsServer?.url },
+      'frognano-bot started',
+    );
   }
+  // Workers' timers do not hold the process open (and the metrics server may be off): this
+  // does, until a signal stops the App.
+  const keepAlive = setInterval(() => undefined, 1 << 30);
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'stopping; runs in flight are requeued at the next start');
-    app.stop().then(
-      () => process.exit(0),
+    Promise.all([metricsServer?.close(), app.stop()]).then(
+      () => {
+        clearInterval(keepAlive);
+        process.exit(0);
+      },
       (error: unknown) => {
         log.error({ err: error }, 'stop failed');
         process.exit(1);

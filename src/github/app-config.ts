@@ -140,11 +140,13 @@ export function loadAppConfig(
   const gheBase = e.GHE_HOST ? `${e.GHE_PROTOCOL}://${e.GHE_HOST}` : undefined;
 
   let privateKey: string | undefined;
+  let keyFile: string | undefined;
   if (e.PRIVATE_KEY) privateKey = decodePrivateKey(e.PRIVATE_KEY);
   else if (e.PRIVATE_KEY_PATH) {
     const path = isAbsolute(e.PRIVATE_KEY_PATH)
       ? e.PRIVATE_KEY_PATH
       : resolve(cwd, e.PRIVATE_KEY_PATH);
+    keyFile = path;
     try {
       privateKey = readFileSync(path, 'utf8');
     } catch {
@@ -154,7 +156,11 @@ export function loadAppConfig(
     }
   }
   if (privateKey !== undefined && !/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(privateKey)) {
-    problems.push('PRIVATE_KEY must be a PEM private key (or its base64 encoding)');
+    problems.push(
+      keyFile === undefined
+        ? 'PRIVATE_KEY must be a PEM private key (or its base64 encoding)'
+        : `PRIVATE_KEY_PATH must name a PEM private key file (${JSON.stringify(keyFile)} holds none)`,
+    );
   }
   let credentials: AppConfig['credentials'];
   if (e.APP_ID !== undefined && privateKey !== undefined) {

@@ -11,7 +11,9 @@ export function fence(text: string, info = ''): string {
 
 /** Inline code that survives backticks inside. */
 export function inlineCode(text: string): string {
-  const flat = text.replace(/\s*\n\s*/g, ' ');
+  // Every CommonMark line ending (a lone \r too): block structure is read before code spans,
+  // so a line break inside one could start a heading or a quote.
+  const flat = text.replace(/\s*(?:\r\n|\r|\n)\s*/g, ' ');
   const longest = Math.max(0, ...[...flat.matchAll(/`+/g)].map((m) => m[0].length));
   const ticks = '`'.repeat(longest + 1);
   const pad = flat.startsWith('`') || flat.endsWith('`') ? ' ' : '';
@@ -46,22 +48,30 @@ export function untrustedProse(text: string): string {
  * them (a lone `\r` ends a line too), so a caller can prefix each line safely.
  */
 export function literalLines(text: string): string[] {
-  return redactSecrets(text)
-    .split(/\r\n|\r|\n/)
-    .map((line) =>
-      untrustedProse(
-        line
-          .replace(/[\\`*_[\]|~$]/g, '\\$&')
-          .replace(/^([ \t]*)([#>+\-=:])/, '$1\\$2')
-          .replace(/^([ \t]*\d+)([.)])/, '$1\\$2'),
+  return (
+    redactSecrets(text)
+      // Control characters (a terminal escape, a bell) would act on a terminal that shows
+      // summary.md: shown as `\x1b` instead, like the CLI shows them.
+      // eslint-disable-next-line no-control-regex -- these are the characters being made visible
+      .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g, (c) => {
+        return `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`;
+      })
+      .split(/\r\n|\r|\n/)
+      .map((line) =>
+        untrustedProse(
+          line
+            .replace(/[\\`*_[\]|~$]/g, '\\$&')
+            .replace(/^([ \t]*)([#>+\-=:])/, '$1\\$2')
+            .replace(/^([ \t]*\d+)([.)])/, '$1\\$2'),
+        )
+          // GFM turns bare URLs into links; a zero-width space keeps them text.
+          .replace(/\b(https?|ftp)(?=:\/\/)/gi, '$1&#8203;')
+          .replace(/\b(www)(?=\.)/gi, '$1&#8203;')
+          // An alert is a quote whose text starts `[!TYPE]`; even read after unescaping, this one
+          // starts with a zero-width space.
+          .replace(/^([ \t]*)(?=\\\[!)/, '$1&#8203;'),
       )
-        // GFM turns bare URLs into links; a zero-width space keeps them text.
-        .replace(/\b(https?|ftp)(?=:\/\/)/gi, '$1&#8203;')
-        .replace(/\b(www)(?=\.)/gi, '$1&#8203;')
-        // An alert is a quote whose text starts `[!TYPE]`; even read after unescaping, this one
-        // starts with a zero-width space.
-        .replace(/^([ \t]*)(?=\\\[!)/, '$1&#8203;'),
-    );
+  );
 }
 
 /**

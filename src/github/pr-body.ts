@@ -70,7 +70,7 @@ function render(input: PrBodyInput, d: Detail): string {
     trajectorySection(result, d),
     budgets(result),
     input.trajectoryUrl
-      ? `The full trajectory (every message and tool call): ${input.trajectoryUrl}`
+      ? `The run page (every step, the diff, the test evidence; raw JSON at \`${input.trajectoryUrl}.json\`): ${input.trajectoryUrl}`
       : '',
   ];
   return sections.filter((s) => s !== '').join('\n\n') + '\n';
@@ -284,10 +284,12 @@ function trajectorySection(result: RunResult, d: Detail): string {
   const rows: string[] = [];
   for (const s of result.steps) {
     const time = seconds(s.modelMs + s.toolMs);
-    if (s.tools.length === 0) rows.push(`| ${s.step} | – | – | final answer | ${time} |`);
+    // Counted from 1, as the run page's #step-N it links to and the progress lines.
+    const n = s.step + 1;
+    if (s.tools.length === 0) rows.push(`| ${n} | – | – | final answer | ${time} |`);
     s.tools.forEach((t, i) => {
       rows.push(
-        `| ${i === 0 ? s.step : ''} | ${textCell(t.name, 20)} | ${t.args ? inlineCode(tableCell(t.args, 70)) : ''} | ${textCell(t.outcome, 60)} | ${i === 0 ? time : ''} |`,
+        `| ${i === 0 ? n : ''} | ${textCell(t.name, 20)} | ${t.args ? inlineCode(tableCell(t.args, 70)) : ''} | ${textCell(t.outcome, 60)} | ${i === 0 ? time : ''} |`,
       );
     });
   }

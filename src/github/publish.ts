@@ -5,11 +5,11 @@
 // The installation token reaches git only through the environment, as an HTTP header
 // (GIT_CONFIG_COUNT/KEY/VALUE): never in argv, never on disk, never in a log line.
 import { spawn } from 'node:child_process';
-import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { redactSecrets, registerSecret } from '../redact.js';
-import { commitMessage } from './commit-message.js';
+import { commitMessage, defuseReferences } from './commit-message.js';
 import { hostGitEnv } from '../runner/host-git-env.js';
 import type { GitHubClient } from './octokit.js';
 
@@ -75,7 +75,23 @@ export interface PublishParams {
   body: string;
   log: Logger;
   git?: GitRunner;
+  /**
+   * The commit an earlier attempt pushed (resumed publishing): when the branch still points at
+   * it, nothing is cloned, committed or pushed again; only the pull request is finished.
+   */
+  pushedCommit?: string;
+  /** Called once the branch holds the commit, before any pull request call (to persist it). */
+  onPushed?: (commit: string) => Promise<void> | void;
+  /** Waits before each new attempt of a git command that failed transiently (HTTP 5xx, a reset). */
+  retryDelaysMs?: number[];
 }
+
+/** Backoff between attempts of a network git command that failed transiently. */
+export const GIT_RETRY_DELAYS_MS = [1000, 3000, 9000];
+
+/** git's words for a failure worth another attempt: the server or the network, not us. */
+const TRANSIENT_GIT_FAILURE =
+  /(RPC failed|returned error: 5\d\d|HTTP 5\d\d|Could not resolve host|Connection (reset|refused|timed out)|Operation timed out|early EOF|unexpected disconnect|hung up unexpectedly)/i;
 
 export interface PublishResult {
   branch: string;
@@ -87,10 +103,23 @@ export interface PublishResult {
 }
 
 export class PublishError extends Error {
-  constructor(message: string) {
+  /** The server or the network failed (and kept failing): trying later may work. */
+  readonly transient: boolean;
+  constructor(message: string, options: { transient?: boolean } = {}) {
     super(message);
     this.name = 'PublishError';
+    this.transient = options.transient ?? false;
   }
+}
+
+/**
+ * Whether publishing may succeed later with the same change: GitHub's API answered an error
+ * (a rate limit, 5xx, an outage) or git's remote kept failing transiently. A patch that does
+ * not apply or a push the lease refused will not get better by waiting.
+ */
+export function mayPublishLater(error: unknown): boolean {
+  if (error instanceof PublishError) return error.transient;
+  return typeof (error as { status?: unknown }).status === 'number';
 }
 
 export function branchFor(issueNumber: number): string {
@@ -116,9 +145,11 @@ export async function publishPatch(params: PublishParams): Promise<PublishResult
     throw new PublishError(`the base commit is not a full commit id: ${params.baseCommit}`);
   }
   const git = params.git ?? runGit;
+  const delays = params.retryDelaysMs ?? GIT_RETRY_DELAYS_MS;
   const branch = branchFor(params.issueNumber);
   await mkdir(params.workRoot, { recursive: true });
-  const dir = await mkdtemp(join(params.workRoot, 'publish-'));
+  // The owner's pid in the name: start-up cleanup removes only what no live process owns.
+  const dir = await mkdtemp(join(params.workRoot, `publish-${process.pid}-`));
   const tree = join(dir, 'tree');
   const home = join(dir, 'home');
   await mkdir(tree);
@@ -127,61 +158,109 @@ export async function publishPatch(params: PublishParams): Promise<PublishResult
     const token = await params.mintToken();
     registerSecret(token);
     const env = gitEnvironment(home, params.gitUrl, token);
+    const failure = (what: string, r: GitResult, transient = false) =>
+      new PublishError(
+        `${what} failed: ${redactSecrets(r.stderr.trim() || r.stdout.trim()).slice(-2000)}`,
+        { transient },
+      );
     const run = async (args: string[], what: string): Promise<string> => {
       const r = await git(args, { cwd: tree, env });
-      if (r.code !== 0) {
-        throw new PublishError(
-          `${what} failed: ${redactSecrets(r.stderr.trim() || r.stdout.trim()).slice(-2000)}`,
-        );
-      }
+      if (r.code !== 0) throw failure(what, r);
       return r.stdout;
     };
+    /**
+     * A command that talks to the remote: a transient failure (the server's 5xx, a dropped
+     * connection) is tried again after a backoff. `settled` may say the last attempt took
+     * effect after all (a push applied before its answer was lost).
+     */
+    const runRemote = async (
+      args: string[],
+      what: string,
+      settled?: () => Promise<boolean>,
+    ): Promise<string> => {
+      for (let attempt = 0; ; attempt++) {
+        const r = await git(args, { cwd: tree, env });
+        if (r.code === 0) return r.stdout;
+        const transient = TRANSIENT_GIT_FAILURE.test(`${r.stderr}\n${r.stdout}`);
+        if (!transient || attempt >= delays.length) throw failure(what, r, transient);
+        params.log.warn(
+          { what, attempt: attempt + 1, error: redactSecrets(r.stderr.trim()).slice(-300) },
+          'git failed transiently; retrying',
+        );
+        await new Promise((resolve) => setTimeout(resolve, delays[attempt]));
+        if (settled && (await settled())) return '';
+      }
+    };
+    const remoteHead = async (): Promise<string> => {
+      const out = await runRemote(
+        ['ls-remote', params.gitUrl, `refs/heads/${branch}`],
+        'reading the remote branch',
+      );
+      return out.split(/\s+/)[0] ?? '';
+    };
 
-    await run(['init', '-q'], 'git init');
-    await run(
-      ['fetch', '-q', '--no-tags', '--depth=1', params.gitUrl, params.baseCommit],
-      'fetching the base commit',
-    );
-    await run(['checkout', '-q', '--detach', params.baseCommit], 'checking out the base commit');
-    const patchFile = join(dir, 'change.patch');
-    await writeFile(patchFile, params.patch.endsWith('\n') ? params.patch : `${params.patch}\n`);
-    await run(['apply', '--index', '--whitespace=nowarn', patchFile], 'applying the patch');
+    const commitAndPush = async (): Promise<string> => {
+      await run(['init', '-q'], 'git init');
+      await runRemote(
+        ['fetch', '-q', '--no-tags', '--depth=1', params.gitUrl, params.baseCommit],
+        'fetching the base commit',
+      );
+      await run(['checkout', '-q', '--detach', params.baseCommit], 'checking out the base commit');
+      const patchFile = join(dir, 'change.patch');
+      await writeFile(patchFile, params.patch.endsWith('\n') ? params.patch : `${params.patch}\n`);
+      await run(['apply', '--index', '--whitespace=nowarn', patchFile], 'applying the patch');
 
-    const message = commitMessage(params);
-    const messageFile = join(dir, 'message.txt');
-    await writeFile(messageFile, message);
-    const identity = ['-c', `user.name=${params.bot.name}`, '-c', `user.email=${params.bot.email}`];
-    await run(
-      [...identity, 'commit', '-q', '--no-verify', '--no-gpg-sign', '-F', messageFile],
-      'committing',
-    );
-    const commit = (await run(['rev-parse', 'HEAD'], 'reading the commit')).trim();
+      const messageFile = join(dir, 'message.txt');
+      await writeFile(messageFile, commitMessage(params));
+      const identity = [
+        '-c',
+        `user.name=${params.bot.name}`,
+        '-c',
+        `user.email=${params.bot.email}`,
+      ];
+      await run(
+        [...identity, 'commit', '-q', '--no-verify', '--no-gpg-sign', '-F', messageFile],
+        'committing',
+      );
+      const head = (await run(['rev-parse', 'HEAD'], 'reading the commit')).trim();
 
-    // Force only over what we saw: a retry replaces our own branch, but a push that raced us
-    // (ours or a human's) is not silently overwritten.
-    const remote = await run(
-      ['ls-remote', params.gitUrl, `refs/heads/${branch}`],
-      'reading the remote branch',
-    );
-    const expected = remote.split(/\s+/)[0] ?? '';
-    await run(
-      [
-        'push',
-        '-q',
-        `--force-with-lease=refs/heads/${branch}:${expected}`,
-        params.gitUrl,
-        `HEAD:refs/heads/${branch}`,
-      ],
-      `pushing ${branch}`,
-    );
-    params.log.info({ branch, commit, retry: expected !== '' }, 'pushed branch');
+      // Force only over what we saw: a retry replaces our own branch, but a push that raced us
+      // (ours or a human's) is not silently overwritten - also when a push is tried again.
+      const expected = await remoteHead();
+      await runRemote(
+        [
+          'push',
+          '-q',
+          `--force-with-lease=refs/heads/${branch}:${expected}`,
+          params.gitUrl,
+          `HEAD:refs/heads/${branch}`,
+        ],
+        `pushing ${branch}`,
+        async () => (await remoteHead()) === head,
+      );
+      params.log.info({ branch, commit: head, retry: expected !== '' }, 'pushed branch');
+      return head;
+    };
+
+    let commit: string;
+    if (params.pushedCommit && (await remoteHead()) === params.pushedCommit) {
+      commit = params.pushedCommit;
+      params.log.info({ branch, commit }, 'branch already pushed; finishing the pull request');
+    } else {
+      commit = await commitAndPush();
+      await params.onPushed?.(commit);
+    }
 
     const pr = await ensureDraftPullRequest(params.octokit, {
       owner: params.owner,
       repo: params.repo,
       head: branch,
       base: params.baseBranch,
-      title: `frognano: ${params.issueTitle.trim()}`.slice(0, 240),
+      // A squash merge proposes the PR title as the commit subject: defused like the commit's.
+      title: `frognano: ${defuseReferences(params.issueTitle.replace(/\s+/g, ' ').trim())}`.slice(
+        0,
+        240,
+      ),
       body: params.body,
     });
     let reviewRequested = false;
@@ -248,17 +327,19 @@ export async function ensureDraftPullRequest(
 
 /**
  * The App's commit identity `<slug>[bot] <id+slug[bot]@noreply>`, so GitHub shows the commit
- * as made by the App. Two REST calls, made once per process.
+ * as made by the App. Two REST calls, made once per process: `GET /app` with the App's JWT
+ * client, and `GET /users/<slug>[bot]` with an installation's client, because @octokit/auth-app
+ * signs only `/app…` routes with the JWT and refuses any other route without an installation.
  */
 export async function resolveBotIdentity(
-  appOctokit: GitHubClient,
+  clients: { app: GitHubClient; installation: GitHubClient },
   noreplyDomain: string,
 ): Promise<BotIdentity> {
-  const { data: app } = await appOctokit.rest.apps.getAuthenticated();
+  const { data: app } = await clients.app.rest.apps.getAuthenticated();
   const slug = app?.slug;
   if (!slug) throw new Error('GET /app returned no slug');
   const login = `${slug}[bot]`;
-  const { data: user } = await appOctokit.rest.users.getByUsername({ username: login });
+  const { data: user } = await clients.installation.rest.users.getByUsername({ username: login });
   return { name: login, email: `${user.id}+${login}@${noreplyDomain}` };
 }
 
@@ -266,4 +347,54 @@ export function noreplyDomainFor(gitBaseUrl: string): string {
   if (!/^https?:/i.test(gitBaseUrl)) return 'users.noreply.github.com';
   const host = new URL(gitBaseUrl).hostname;
   return host === 'github.com' ? 'users.noreply.github.com' : `users.noreply.${host}`;
+}
+
+/** A publish directory older than this is nobody's, whatever its pid says (pids get reused). */
+export const PUBLISH_DIR_MAX_AGE_MS = 6 * 3600_000;
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists, under another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Start-up: removes `publish-*` clones (the patch, the commit message, a checkout) that a
+ * process killed mid-publish left behind. Only those no live process owns: their owner pid is
+ * this process's (a previous life under the same pid, as in a container) or dead, or they are
+ * older than any publish takes. Returns the names removed.
+ */
+export async function removeStalePublishDirs(
+  workRoot: string,
+  options: { isAlive?: (pid: number) => boolean; now?: number; maxAgeMs?: number } = {},
+): Promise<string[]> {
+  const isAlive = options.isAlive ?? processAlive;
+  const now = options.now ?? Date.now();
+  const maxAge = options.maxAgeMs ?? PUBLISH_DIR_MAX_AGE_MS;
+  let names: string[];
+  try {
+    names = await readdir(workRoot);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    if (!name.startsWith('publish-')) continue;
+    const path = join(workRoot, name);
+    const info = await stat(path).catch(() => undefined);
+    if (!info) continue;
+    const pid = /^publish-(\d+)-/.exec(name)?.[1];
+    const owner = pid === undefined ? undefined : Number(pid);
+    const orphan =
+      now - info.mtimeMs > maxAge ||
+      (owner !== undefined && (owner === process.pid || !isAlive(owner)));
+    if (!orphan) continue;
+    await rm(path, { recursive: true, force: true });
+    removed.push(name);
+  }
+  return removed;
 }

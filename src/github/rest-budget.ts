@@ -36,10 +36,24 @@ export class RestBudget {
     this.#spent += calls;
   }
 
-  /** Counts every request made through this client (token mints go elsewhere: count them by hand). */
+  /**
+   * Counts every HTTP request this client sends to GitHub, retries included: the count sits on
+   * the fetch the innermost request makes, below the retry and throttling plugins (which call
+   * the request again on a 5xx or a rate limit). Token mints made by the auth strategy with its
+   * own request function go elsewhere: count them by hand.
+   */
   attach(octokit: GitHubClient): GitHubClient {
-    octokit.hook.before('request', () => {
-      this.spend();
+    octokit.hook.wrap('request', (request, options) => {
+      const inner = options.request?.fetch as typeof fetch | undefined;
+      const counted: typeof fetch = (input, init) => {
+        this.spend();
+        // Looked up per call: test doubles (nock) replace the global fetch after start-up.
+        return (inner ?? globalThis.fetch)(input, init);
+      };
+      // In place: before-after-hook hands every inner hook the options object it was given,
+      // whatever an outer hook passes on.
+      options.request = { ...options.request, fetch: counted };
+      return request(options);
     });
     return octokit;
   }

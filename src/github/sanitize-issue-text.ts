@@ -72,6 +72,8 @@ const NEVER_RENDERED = [
   'select',
   'head',
   'title',
+  // Every browser's stylesheet says `rp { display: none }` (ruby fallback); GitHub allows it.
+  'rp',
 ];
 
 const VOID_ELEMENTS = [
@@ -165,7 +167,14 @@ function hiddenParts(source: string): Edit[] {
         remove(node, '[image]');
         return;
       case 'link':
+      case 'linkReference':
+        // A link with no text renders as nothing: its destination would be a hidden channel.
+        if (!showsSomething(node)) {
+          remove(node);
+          return;
+        }
         visitChildren(node);
+        if (node.type === 'linkReference') return;
         if (node.title !== null && node.title !== undefined) dropLinkTitle(source, node, edits);
         return;
       case 'code':
@@ -173,6 +182,22 @@ function hiddenParts(source: string): Edit[] {
         return;
       case 'inlineCode':
         return;
+      case 'table': {
+        // GFM drops the cells of a row beyond the header's count: they never show.
+        const columns = node.children[0]?.children.length ?? 0;
+        for (const row of node.children) {
+          const excess = row.children.slice(columns);
+          if (excess.length > 0) {
+            edits.push({
+              start: range(excess[0]!).start,
+              end: range(excess.at(-1)!).end,
+              text: '',
+            });
+          }
+          for (const cell of row.children.slice(0, columns)) visit(cell);
+        }
+        return;
+      }
       case 'text': {
         const { start, end } = range(node);
         const slice = source.slice(start, end);
@@ -189,6 +214,12 @@ function hiddenParts(source: string): Edit[] {
   };
   visitChildren(tree);
   return edits;
+}
+
+function showsSomething(node: Nodes): boolean {
+  if (node.type === 'text') return /\S/.test(node.value);
+  if (['inlineCode', 'image', 'imageReference', 'html'].includes(node.type)) return true;
+  return 'children' in node && node.children.some((child) => showsSomething(child));
 }
 
 function containsHtml(node: Nodes): boolean {

@@ -37,7 +37,7 @@ const PHASE_WORDS: Record<RunPhase, string> = {
 
 export function renderStatus(
   state: StatusState,
-  meta: { runId?: string; trigger?: string } = {},
+  meta: { runId?: string; trigger?: string; runPageUrl?: string } = {},
 ): string {
   const lines: string[] = [STATUS_MARKER];
   switch (state.kind) {
@@ -108,9 +108,11 @@ export function renderStatus(
       break;
   }
   if (meta.runId || meta.trigger) {
-    const bits = [meta.trigger, meta.runId ? `run ${inlineCode(meta.runId)}` : undefined].filter(
-      Boolean,
-    );
+    const bits = [
+      meta.trigger,
+      meta.runId ? `run ${inlineCode(meta.runId)}` : undefined,
+      meta.runPageUrl ? `[run page](${meta.runPageUrl})` : undefined,
+    ].filter(Boolean);
     lines.push('', `<sub>${bits.join(' · ')}</sub>`);
   }
   // Reasons carry error texts (clone, sandbox, model endpoint): whatever secret the process
@@ -209,7 +211,12 @@ interface CommentRow {
   id: number;
   body?: string | null;
   user?: { login: string; type?: string } | null;
+  performed_via_github_app?: { id: number } | null;
 }
+
+/** Attempts at creating the comment when GitHub answers 5xx (each after looking for it first). */
+const CREATE_ATTEMPTS = 3;
+const CREATE_RETRY_MS = 1000;
 
 /**
  * Creates or edits the issue's status comment and returns its id. A known id is edited directly;
@@ -233,23 +240,81 @@ export async function ensureStatusComment(
   } else {
     const found = await findStatusComment(octokit, issue);
     if (found !== undefined) {
-      try {
-        await octokit.rest.issues.updateComment({ ...ref, comment_id: found, body });
-        return found;
-      } catch (error) {
-        // Another App's comment carrying our marker (403), or one deleted meanwhile (404),
-        // must not stop a run from reporting: start our own.
-        const status = (error as { status?: number }).status;
-        if (status !== 403 && status !== 404) throw error;
-      }
+      const edited = await editFound(octokit, issue, found, body);
+      if (edited !== undefined) return edited;
     }
   }
-  const { data } = await octokit.rest.issues.createComment({
-    ...ref,
-    issue_number: issue.issueNumber,
-    body,
-  });
-  return data.id;
+  return createStatusComment(octokit, issue, body);
+}
+
+/** Edits a comment we found; undefined when it turned out not to be ours to edit. */
+async function editFound(
+  octokit: GitHubClient,
+  issue: IssueRef,
+  id: number,
+  body: string,
+): Promise<number | undefined> {
+  try {
+    await octokit.rest.issues.updateComment({
+      owner: issue.owner,
+      repo: issue.repo,
+      comment_id: id,
+      body,
+    });
+    return id;
+  } catch (error) {
+    // Another App's comment carrying our marker (403), or one deleted meanwhile (404),
+    // must not stop a run from reporting: start our own.
+    const status = (error as { status?: number }).status;
+    if (status !== 403 && status !== 404) throw error;
+    return undefined;
+  }
+}
+
+/**
+ * Posts the status comment. Never blindly again: GitHub may have created the comment and then
+ * answered 5xx (or the connection dropped), so the retry plugin is off for this POST and each
+ * new attempt first looks for the comment the last one may have left.
+ */
+async function createStatusComment(
+  octokit: GitHubClient,
+  issue: IssueRef,
+  body: string,
+): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const { data } = await octokit.rest.issues.createComment({
+        owner: issue.owner,
+        repo: issue.repo,
+        issue_number: issue.issueNumber,
+        body,
+        request: { retries: 0 },
+      });
+      return data.id;
+    } catch (error) {
+      const status = (error as { status?: number }).status ?? 500;
+      if (status < 500 || attempt >= CREATE_ATTEMPTS) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, CREATE_RETRY_MS * attempt));
+    const applied = await findStatusComment(octokit, issue);
+    if (applied !== undefined) {
+      const edited = await editFound(octokit, issue, applied, body);
+      if (edited !== undefined) return edited;
+    }
+  }
+}
+
+/**
+ * The App's id, from its own credentials (no request: the JWT is made locally); undefined for
+ * a client that is not an App's (a plain token).
+ */
+async function ownAppId(octokit: GitHubClient): Promise<number | undefined> {
+  try {
+    const auth = (await octokit.auth({ type: 'app' })) as { appId?: unknown };
+    return typeof auth.appId === 'number' ? auth.appId : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 async function findStatusComment(
@@ -262,9 +327,19 @@ async function findStatusComment(
     issue_number: issue.issueNumber,
     per_page: 100,
   };
-  const first = await octokit.rest.issues.listComments(params);
+  const appId = await ownAppId(octokit);
+  // Ours: a bot's comment that starts with the marker and, where GitHub says which App made
+  // it, made by this App (another App may carry the same marker).
   const mine = (rows: CommentRow[]) =>
-    rows.find((c) => c.user?.type === 'Bot' && (c.body ?? '').startsWith(STATUS_MARKER))?.id;
+    rows.find(
+      (c) =>
+        c.user?.type === 'Bot' &&
+        (c.body ?? '').startsWith(STATUS_MARKER) &&
+        (appId === undefined ||
+          !c.performed_via_github_app ||
+          c.performed_via_github_app.id === appId),
+    )?.id;
+  const first = await octokit.rest.issues.listComments(params);
   const hit = mine(first.data);
   if (hit !== undefined) return hit;
   const last = /<[^>]*[?&]page=(\d+)[^>]*>;\s*rel="last"/.exec(first.headers.link ?? '');
@@ -280,10 +355,10 @@ export interface StatusReporterOptions {
   commentId: () => number | undefined;
   throttleMs: number;
   budget: RestBudget;
-  /** REST calls kept back for publishing and the final status edit. */
-  reserve: number;
+  /** REST calls kept back for publishing and the final status edit (read at every write). */
+  reserve: number | (() => number);
   log: Logger;
-  meta?: { runId?: string; trigger?: string };
+  meta?: { runId?: string; trigger?: string; runPageUrl?: string };
   onCommentId?: (id: number) => void;
   /** Runs each write under the issue's lock (shared with intake). */
   serialize?: (write: () => Promise<void>) => Promise<void>;
@@ -318,7 +393,12 @@ export class StatusReporter {
         if (this.#closed || !latest) return;
         // Checked at write time, under the issue's lock: earlier writes (ours and intake's)
         // have spent their calls by now.
-        await this.#write(latest, () => this.options.budget.remaining() > this.options.reserve);
+        const { reserve } = this.options;
+        await this.#write(
+          latest,
+          () =>
+            this.options.budget.remaining() > (typeof reserve === 'number' ? reserve : reserve()),
+        );
       });
     }, wait);
     this.#timer.unref?.();

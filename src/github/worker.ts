@@ -4,6 +4,13 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Queue, RunRecord } from '../queue/types.js';
+import {
+  countRunResult,
+  type Metrics,
+  type RunClock,
+  startPhaseClock,
+  startRunClock,
+} from '../metrics/index.js';
 import type { RunProgress, RunRequest, RunResult, SandboxKind } from '../runner/run-types.js';
 import { redactSecrets, registerSecret } from '../redact.js';
 import { STATUS_COMMENT_NOTE, triggerWords } from './intake.js';
@@ -11,7 +18,21 @@ import type { IssueJob } from './job.js';
 import type { KeyedLock } from './keyed-lock.js';
 import type { GitHubClient } from './octokit.js';
 import { renderPrBody } from './pr-body.js';
-import { type BotIdentity, type GitRunner, noreplyDomainFor, publishPatch } from './publish.js';
+import {
+  type BotIdentity,
+  type GitRunner,
+  mayPublishLater,
+  noreplyDomainFor,
+  publishPatch,
+} from './publish.js';
+import {
+  findPendingPublishForIssue,
+  loadPendingPublish,
+  type PendingPublish,
+  removePendingPublish,
+  removePendingPublishes,
+  savePendingPublish,
+} from './pending-publish.js';
 import { RestBudget } from './rest-budget.js';
 import {
   describeResult,
@@ -21,6 +42,7 @@ import {
   verificationLine,
 } from './status-comment.js';
 import { issueKey } from './triggers.js';
+import { runPageUrl } from '../web/index.js';
 
 export type RunPipelineFn = (request: RunRequest) => Promise<RunResult>;
 
@@ -33,7 +55,14 @@ export interface WorkerDeps {
    */
   mintInstallationToken: (installationId: number) => Promise<string>;
   runPipeline: RunPipelineFn;
-  botIdentity: () => Promise<BotIdentity>;
+  /**
+   * The commit identity, asked of GitHub through this installation's client (cached per
+   * process). `countAppCall` is called for a request made with the App's own client, which
+   * the run's request hook does not see.
+   */
+  botIdentity: (installation: GitHubClient, countAppCall: () => void) => Promise<BotIdentity>;
+  /** True once `botIdentity` answers without asking GitHub (its calls need no reserve then). */
+  botIdentityKnown?: () => boolean;
   lock: KeyedLock;
   log: Logger;
   /** `${gitBaseUrl}/${owner}/${repo}.git` is cloned and pushed. */
@@ -42,7 +71,7 @@ export interface WorkerDeps {
   dataDir: string;
   sandbox: SandboxKind;
   statusThrottleMs: number;
-  /** Base URL under which `/frognano/runs/<id>/trajectory.json` is served publicly. */
+  /** Base URL under which the run page `/frognano/runs/<id>/trajectory` is served publicly. */
   publicUrl?: string;
   /** How often workers look for queued runs and cancel flags (other processes may write them). */
   pollMs?: number;
@@ -56,6 +85,7 @@ export interface WorkerDeps {
   jobDeadlineGraceMs?: number;
   /** After stopping an overdue run, how long to wait for it to wind down. Default 60 s. */
   jobAbandonMs?: number;
+  metrics?: Metrics;
 }
 
 /** REST calls kept back for the push (token), PR lookup/create, review request and final status. */
@@ -71,6 +101,10 @@ class JobOverdue extends Error {
     this.name = 'JobOverdue';
   }
 }
+/** How long a worker's first status write waits for intake to post the "queued" comment. */
+const INTAKE_WAIT_MS = 10_000;
+/** Asking GitHub for the App's commit identity (GET /app, GET /users/<slug>[bot]), once per process. */
+const IDENTITY_CALLS = 2;
 
 /** Where a run's trajectory is kept (outside the pipeline's work directories, which are reaped). */
 export function runOutDir(dataDir: string, runId: string): string {
@@ -154,9 +188,11 @@ export class WorkerPool {
       for (let run = await this.#claim(); run; run = await this.#claim()) {
         const claimed = run;
         const controller = new AbortController();
-        const done = this.#process(claimed, controller)
+        const clock = startRunClock(this.deps.metrics);
+        const done = this.#process(claimed, controller, clock)
           .catch(async (error: unknown) => {
             this.deps.log.error({ err: error, runId: claimed.id }, 'run crashed');
+            clock.finish('failed', 'internal_error');
             await this.deps.queue.finish(claimed.id, 'failed', {
               outcome: 'internal_error',
               summary: String(error),
@@ -299,6 +335,7 @@ export class WorkerPool {
     };
     let commentId = await note();
     let saving: Promise<void> = Promise.resolve();
+    let intakeDone: Promise<void> | undefined;
     return new StatusReporter({
       ...options,
       octokit,
@@ -308,21 +345,50 @@ export class WorkerPool {
         commentId = id;
         saving = queue.setNote(key, STATUS_COMMENT_NOTE, String(id));
       },
-      serialize: (write) =>
-        lock.run(key, () =>
+      serialize: async (write) => {
+        intakeDone ??= this.#intakeDone(run);
+        await intakeDone;
+        await lock.run(key, () =>
           queue.exclusive(key, async () => {
             commentId = await note();
             await onWrite?.();
             await write();
             await saving;
           }),
-        ),
+        );
+      },
       budget,
-      meta: { runId: run.id, trigger: triggerWords(job) },
+      meta: {
+        runId: run.id,
+        trigger: triggerWords(job),
+        runPageUrl: this.deps.publicUrl ? runPageUrl(this.deps.publicUrl, run.id) : undefined,
+      },
     });
   }
 
-  async #process(record: RunRecord<IssueJob>, controller: AbortController): Promise<void> {
+  /**
+   * Waits (bounded) until intake has handled the delivery that made this run: intake in
+   * another process (`frognano serve`) may still be posting the "queued" comment, and a
+   * worker that wrote first would find no comment and post a second one. In one process the
+   * issue's lock already orders them.
+   */
+  async #intakeDone(run: RunRecord<IssueJob>): Promise<void> {
+    const { queue } = this.deps;
+    const deadline = Date.now() + INTAKE_WAIT_MS;
+    const pending = async () =>
+      run.deliveryId !== undefined &&
+      (await queue.getNote(issueKey(run.job), STATUS_COMMENT_NOTE)) === undefined &&
+      (await queue.pendingDeliveries()).some((d) => d.deliveryId === run.deliveryId);
+    while ((await pending()) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  async #process(
+    record: RunRecord<IssueJob>,
+    controller: AbortController,
+    clock: RunClock,
+  ): Promise<void> {
     const { deps } = this;
     const { signal } = controller;
     const job = record.job;
@@ -338,7 +404,11 @@ export class WorkerPool {
       record,
       octokit,
       budget,
-      { throttleMs: deps.statusThrottleMs, reserve: PUBLISH_RESERVE, log },
+      {
+        throttleMs: deps.statusThrottleMs,
+        reserve: () => PUBLISH_RESERVE + (deps.botIdentityKnown?.() === false ? IDENTITY_CALLS : 0),
+        log,
+      },
       async () => {
         before = (await deps.queue.get(record.id))?.restCalls ?? before;
       },
@@ -352,6 +422,7 @@ export class WorkerPool {
       registerSecret(token);
       return token;
     };
+    const botIdentity = () => deps.botIdentity(octokit, () => budget.spend());
     const gitUrl = `${deps.gitBaseUrl}/${job.owner}/${job.repo}.git`;
     const outDir = runOutDir(deps.dataDir, record.id);
     await mkdir(outDir, { recursive: true });
@@ -382,81 +453,109 @@ export class WorkerPool {
         Math.min(limitMs, MAX_TIMER_MS),
       );
     };
+    const phases = startPhaseClock(deps.metrics);
     try {
-      status.update({ kind: 'running', phase: 'clone', retried });
-      let maxSteps: number | undefined;
-      const onProgress = (event: RunProgress) => {
-        if (event.kind === 'phase' && event.phase === 'agent' && event.timeoutMs !== undefined) {
-          armDeadline(event.timeoutMs);
-        }
-        if (event.kind === 'phase') {
-          status.update({
-            kind: 'running',
-            phase: event.phase,
-            step: event.phase === 'agent' ? 0 : undefined,
-            maxSteps,
-            retried,
-          });
-        } else {
-          maxSteps = event.maxSteps;
-          status.update({
-            kind: 'running',
-            phase: 'agent',
-            step: event.step,
-            maxSteps: event.maxSteps,
-            retried,
-          });
-        }
-      };
-      const pipeline = deps.runPipeline({
-        runId: record.id,
-        instanceId: `${job.owner}/${job.repo}#${job.issueNumber}`,
-        repo: gitUrl,
-        getCredential: /^https?:/i.test(gitUrl)
-          ? async () => ({ username: 'x-access-token', password: await mintToken() })
-          : undefined,
-        issueText: job.issueText,
-        extraGuidance: job.guidance,
-        sandbox: deps.sandbox,
-        outDir,
-        signal,
-        onProgress,
-      });
-      pipeline.catch(() => undefined);
-      const result = await Promise.race([pipeline, abandoned]);
-      outcome = result.outcome;
-      if (result.trajectoryPath) await this.#shareTrajectory(record.id, result.trajectoryPath, log);
-      const refusal =
-        signal.aborted && result.outcome !== 'completed'
-          ? { kind: 'cancelled' as const }
-          : describeResult(result);
-      if (overdue) {
-        final = overdueStatus(overdue);
-        outcome = 'timed_out';
-      } else if (refusal) {
-        final = refusal;
-        state = refusal.kind === 'cancelled' ? 'cancelled' : 'failed';
-        if (refusal.kind === 'no-change' && result.exitReason === 'llm_query_error') {
-          // The endpoint failed mid-run: a failure to retry, not the model choosing no change.
-          final = { kind: 'failed', reason: refusal.reason };
-          if (result.error) final.detail = result.error;
-          outcome = 'llm_query_error';
-        } else if (refusal.kind === 'no-change') {
-          state = 'done';
-          outcome = 'no_change';
-        }
-      } else if (signal.aborted) {
-        final = { kind: 'cancelled' };
-        state = 'cancelled';
-        outcome = 'cancelled';
-      } else if (!(await deps.queue.stillHeld(record.id))) {
-        // Another worker took the run up meanwhile: it publishes, not this one.
-        this.#lost.add(record.id);
-        final = { kind: 'interrupted' };
-      } else {
-        final = await this.#publish(job, record.id, result, octokit, mintToken, gitUrl, log);
+      const resumed = await this.#resumablePublish(record);
+      if (resumed) {
+        // The change exists (this run's before a restart, or the last run's before a plain
+        // retry): only publishing is left, so the model is not asked again.
+        log.info(
+          { from: resumed.runId, pushed: resumed.pushedCommit !== undefined },
+          'resuming an unfinished publish',
+        );
+        final = await this.#finishPublish(resumed, octokit, botIdentity, mintToken, gitUrl, log);
         state = final.kind === 'done' ? 'done' : 'failed';
         outcome = final.kind === 'done' ? 'pull_request' : 'publish_failed';
+      } else {
+        status.update({ kind: 'running', phase: 'clone', retried });
+        let maxSteps: number | undefined;
+        const onProgress = (event: RunProgress) => {
+          if (event.kind === 'phase' && event.phase === 'agent' && event.timeoutMs !== undefined) {
+            armDeadline(event.timeoutMs);
+          }
+          phases.progress(event);
+          if (event.kind === 'phase') {
+            status.update({
+              kind: 'running',
+              phase: event.phase,
+              step: event.phase === 'agent' ? 0 : undefined,
+              maxSteps,
+              retried,
+            });
+          } else {
+            maxSteps = event.maxSteps;
+            status.update({
+              kind: 'running',
+              phase: 'agent',
+              step: event.step,
+              maxSteps: event.maxSteps,
+              retried,
+            });
+          }
+        };
+        const pipeline = deps.runPipeline({
+          runId: record.id,
+          instanceId: `${job.owner}/${job.repo}#${job.issueNumber}`,
+          repo: gitUrl,
+          getCredential: /^https?:/i.test(gitUrl)
+            ? async () => ({ username: 'x-access-token', password: await mintToken() })
+            : undefined,
+          issueText: job.issueText,
+          extraGuidance: job.guidance,
+          sandbox: deps.sandbox,
+          outDir,
+          signal,
+          onProgress,
+        });
+        pipeline.catch(() => undefined);
+        const result = await Promise.race([pipeline, abandoned]);
+        phases.end();
+        countRunResult(deps.metrics, deps.sandbox, result);
+        outcome = result.outcome;
+        if (result.trajectoryPath) {
+          await this.#shareTrajectory(record.id, result.trajectoryPath, log);
+        }
+        const refusal =
+          signal.aborted && result.outcome !== 'completed'
+            ? { kind: 'cancelled' as const }
+            : describeResult(result);
+        if (overdue) {
+          final = overdueStatus(overdue);
+          outcome = 'timed_out';
+        } else if (refusal) {
+          final = refusal;
+          state = refusal.kind === 'cancelled' ? 'cancelled' : 'failed';
+          if (refusal.kind === 'no-change' && result.exitReason === 'llm_query_error') {
+            // The endpoint failed mid-run: a failure to retry, not the model choosing no change.
+            final = { kind: 'failed', reason: refusal.reason };
+            if (result.error) final.detail = result.error;
+            outcome = 'llm_query_error';
+          } else if (refusal.kind === 'no-change') {
+            state = 'done';
+            outcome = 'no_change';
+          }
+        } else if (signal.aborted) {
+          final = { kind: 'cancelled' };
+          state = 'cancelled';
+          outcome = 'cancelled';
+        } else if (!(await deps.queue.stillHeld(record.id))) {
+          // Another worker took the run up meanwhile: it publishes, not this one.
+          this.#lost.add(record.id);
+          final = { kind: 'interrupted' };
+        } else {
+          final = await this.#publish(
+            job,
+            record.id,
+            result,
+            octokit,
+            botIdentity,
+            mintToken,
+            gitUrl,
+            log,
+          );
+          state = final.kind === 'done' ? 'done' : 'failed';
+          outcome = final.kind === 'done' ? 'pull_request' : 'publish_failed';
+        }
       }
     } catch (error) {
       if (overdue) {
@@ -473,23 +572,27 @@ export class WorkerPool {
       }
     } finally {
       clearTimeout(deadlineTimer);
+      phases.end();
     }
     if (this.#lost.delete(record.id)) {
       log.warn(
         { restCalls: budget.used },
         'run taken up by another worker; this attempt ends silently',
       );
+      clock.finish('interrupted', 'interrupted');
       return;
     }
     if (this.#stopped && signal.aborted && state !== 'done' && !overdue) {
       // Shutdown, not a cancel: the record stays `running`, so the next start requeues it once.
       await status.finish({ kind: 'interrupted' });
       log.info({ restCalls: budget.used }, 'run interrupted by shutdown');
+      clock.finish('interrupted', 'interrupted');
       await deps.queue.addRestCalls(record.id, budget.spent);
       return;
     }
     await status.finish(final);
     log.info({ state, outcome, restCalls: budget.used }, 'run finished');
+    clock.finish(state, outcome);
     await deps.queue.addRestCalls(record.id, budget.spent);
     await deps.queue.finish(record.id, state, { outcome, summary: final.kind });
   }
@@ -511,6 +614,7 @@ export class WorkerPool {
     runId: string,
     result: RunResult,
     octokit: GitHubClient,
+    botIdentity: () => Promise<BotIdentity>,
     mintToken: () => Promise<string>,
     gitUrl: string,
     log: Logger,
@@ -524,44 +628,105 @@ export class WorkerPool {
       };
     }
     const trajectoryUrl =
-      deps.publicUrl && result.trajectoryPath
-        ? `${deps.publicUrl}/frognano/runs/${runId}/trajectory.json`
-        : undefined;
+      deps.publicUrl && result.trajectoryPath ? runPageUrl(deps.publicUrl, runId) : undefined;
+    const pending: PendingPublish = {
+      version: 1,
+      runId,
+      installationId: job.installationId,
+      owner: job.owner,
+      repo: job.repo,
+      issueNumber: job.issueNumber,
+      issueTitle: job.issueTitle,
+      baseBranch: job.defaultBranch ?? 'main',
+      baseCommit: result.baseCommit,
+      patch: result.patch,
+      body: renderPrBody({
+        result,
+        issueNumber: job.issueNumber,
+        triggeredBy: job.sender.login,
+        trajectoryUrl,
+      }),
+      coAuthor: job.sender,
+      partial: result.partial,
+      verified: verificationLine(result),
+      savedAt: new Date().toISOString(),
+    };
+    try {
+      await savePendingPublish(deps.dataDir, pending);
+    } catch (error) {
+      // Publishing can go ahead; it just could not be resumed if it failed.
+      log.warn({ err: error }, 'could not keep the change for a resumed publish');
+    }
+    return this.#finishPublish(pending, octokit, botIdentity, mintToken, gitUrl, log);
+  }
+
+  /** This run's unfinished publish (after a restart), or for a plain retry the issue's newest. */
+  async #resumablePublish(record: RunRecord<IssueJob>): Promise<PendingPublish | undefined> {
+    const { dataDir } = this.deps;
+    const own = await loadPendingPublish(dataDir, record.id);
+    if (own) return own;
+    const { job } = record;
+    // A retry with guidance asks for a different change: the model runs again.
+    if (job.source !== 'retry' || job.guidance) return undefined;
+    return findPendingPublishForIssue(dataDir, job);
+  }
+
+  async #finishPublish(
+    pending: PendingPublish,
+    octokit: GitHubClient,
+    botIdentity: () => Promise<BotIdentity>,
+    mintToken: () => Promise<string>,
+    gitUrl: string,
+    log: Logger,
+  ): Promise<StatusState> {
+    const { deps } = this;
     try {
       const published = await publishPatch({
         octokit,
-        owner: job.owner,
-        repo: job.repo,
-        issueNumber: job.issueNumber,
-        issueTitle: job.issueTitle,
-        baseBranch: job.defaultBranch ?? 'main',
-        baseCommit: result.baseCommit,
-        patch: result.patch,
+        owner: pending.owner,
+        repo: pending.repo,
+        issueNumber: pending.issueNumber,
+        issueTitle: pending.issueTitle,
+        baseBranch: pending.baseBranch,
+        baseCommit: pending.baseCommit,
+        patch: pending.patch,
         gitUrl,
         mintToken,
         workRoot: join(deps.dataDir, 'publish'),
-        bot: await deps.botIdentity(),
-        coAuthor: job.sender,
+        bot: await botIdentity(),
+        coAuthor: pending.coAuthor,
         noreplyDomain: noreplyDomainFor(deps.gitBaseUrl),
-        body: renderPrBody({
-          result,
-          issueNumber: job.issueNumber,
-          triggeredBy: job.sender.login,
-          trajectoryUrl,
-        }),
+        body: pending.body,
         log,
         git: deps.git,
+        pushedCommit: pending.pushedCommit,
+        onPushed: (commit) =>
+          savePendingPublish(deps.dataDir, {
+            ...pending,
+            pushedCommit: commit,
+            savedAt: new Date().toISOString(),
+          }).catch((error: unknown) =>
+            log.warn({ err: error }, 'could not record the pushed commit'),
+          ),
       });
+      await removePendingPublishes(deps.dataDir, pending).catch((error: unknown) =>
+        log.warn({ err: error }, 'could not forget the finished publish'),
+      );
       return {
         kind: 'done',
         prNumber: published.prNumber,
         prUrl: published.prUrl,
-        partial: result.partial,
-        verified: verificationLine(result),
+        partial: pending.partial,
+        verified: pending.verified,
       };
     } catch (error) {
       log.warn({ err: error }, 'publishing failed');
-      return publishFailure(error);
+      if (!mayPublishLater(error)) {
+        // Kept, it would make every plain retry fail the same way instead of running the model.
+        await removePendingPublish(deps.dataDir, pending.runId).catch(() => undefined);
+        return publishFailure(error);
+      }
+      return publishFailure(error, await loadPendingPublish(deps.dataDir, pending.runId));
     }
   }
 }
@@ -578,10 +743,13 @@ function overdueStatus(overdue: JobOverdue): StatusState {
  * The status for a failed publish. The error carries git's output, which names files from the
  * patch (written by the model): shown in a code block, so it cannot ping or link anyone.
  */
-export function publishFailure(error: unknown): StatusState {
+export function publishFailure(error: unknown, kept?: PendingPublish): StatusState {
+  const resume = kept
+    ? ' The change is kept: comment `/frognano retry` with nothing after it to publish it without running the model again.'
+    : '';
   return {
     kind: 'failed',
-    reason: 'the change was made, but pushing the branch or opening the draft pull request failed:',
+    reason: `the change was made, but pushing the branch or opening the draft pull request failed.${resume} The error:`,
     detail: redactSecrets(error instanceof Error ? error.message : String(error)),
   };
 }

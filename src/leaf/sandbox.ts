@@ -96,6 +96,15 @@ export interface Sandbox {
   writeFile(path: string, data: Uint8Array): Promise<{ realPath: string }>;
   /** Python's glob.glob(pattern, recursive=True), keeping files only (is_file follows links). */
   glob(pattern: string): Promise<GlobMatch[]>;
+  /**
+   * Glob's observation made next to the files: the matches as Leaf displays them (relative to
+   * `root` when under it), sorted by code point, the first `limit` of them and the count. A
+   * sandbox that has it keeps a huge match list out of the host's memory.
+   */
+  globShown?(
+    pattern: string,
+    options: { root: string; limit: number },
+  ): Promise<{ shown: string[]; total: number }>;
   /** Idempotent; frees every resource (process, container, temp dir). */
   dispose(): Promise<void>;
 }

@@ -200,6 +200,15 @@ async function glob(sandbox: Sandbox, args: PyDict): Promise<string> {
   const pattern = pyStr(orElse(args, 'pattern', ''));
   if (!pattern) throw new PythonError('ValueError', 'pattern is required');
   const root = await resolvePath(sandbox, pyStr(orElse(args, 'path', '.')));
+  if (sandbox.globShown) {
+    const { shown, total } = await sandbox.globShown(pathlibJoin(root, pattern), {
+      root: sandbox.workdir,
+      limit: GLOB_RESULT_LIMIT,
+    });
+    if (total === 0) return 'No files matched.';
+    const more = total <= GLOB_RESULT_LIMIT ? '' : `\n... ${total - GLOB_RESULT_LIMIT} more files`;
+    return shown.join('\n') + more;
+  }
   const matches = await sandbox.glob(pathlibJoin(root, pattern));
   const shown = matches
     .map((match) => display(sandbox, match.realPath, match.path))

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { instanceId } from './instance-id.js';
+import { instanceId } from '../instance-id.js';
 
 export type DataDirHalf = 'intake' | 'worker';
 

@@ -16,6 +16,9 @@ const HARNESS_GLOBS = [
   'conftest.py',
   'pytest.ini',
   '.pytest.ini',
+  // pytest 9 reads its settings from these too, before pytest.ini.
+  'pytest.toml',
+  '.pytest.toml',
   'tox.ini',
   'setup.cfg',
   'pyproject.toml',
@@ -24,6 +27,11 @@ const HARNESS_GLOBS = [
   'sitecustomize.py',
   'usercustomize.py',
   '*.pth',
+  // Installed-package metadata: pytest loads the [pytest11] entry points of every distribution
+  // on sys.path as plugins, and `python3 -m pytest` puts the repository root there.
+  'entry_points.txt',
+  '**/*.dist-info/**',
+  '**/*.egg-info/**',
   // JavaScript: scripts, npm's own settings (script-shell), runner and transform configs.
   'package.json',
   '.npmrc',
@@ -88,6 +96,17 @@ export function isTestFile(file: string): boolean {
     .some((seg) => TEST_DIRS.has(seg));
 }
 
+// A Python module or package that a change adds at the repository root. `python3 -m pytest`
+// (and `python3 -m unittest`, `python3 runtests.py`) put the root first on sys.path, so a new
+// `pytest.py` replaces the runner and a new `dataclasses.py` a module it imports, before any
+// test runs: in effect harness, whatever its name says.
+const ROOT_MODULE = /^(?:[^/]+\.(?:py|pyc|so)|[^/]+\/__init__(?:\.[^/]*)?\.(?:py|pyc|so))$/;
+
+/** A change that adds an importable Python module or package at the repository root. */
+export function addsRootModule(change: Pick<AppliedChange, 'path' | 'status'>): boolean {
+  return change.status === 'A' && ROOT_MODULE.test(change.path);
+}
+
 /** Paths the test command names (`bash scripts/run-tests.sh`, `python runtests.py`). */
 function commandPaths(command: string): Set<string> {
   const out = new Set<string>();
@@ -127,7 +146,7 @@ export function patchFacts(changes: readonly AppliedChange[], testCommand?: stri
     const createdExecutable = c.oldMode === '000000' && c.newMode === '100755';
     if (changedMode || createdExecutable)
       facts.modeChanges.push({ path: c.path, oldMode: c.oldMode, newMode: c.newMode });
-    if (isHarnessFile(c.path, testCommand)) facts.harnessFiles.push(c.path);
+    if (isHarnessFile(c.path, testCommand) || addsRootModule(c)) facts.harnessFiles.push(c.path);
     else if (isTestFile(c.path)) facts.testFiles.push(c.path);
     if (path.posix.basename(c.path) === '.gitattributes') facts.gitattributes.push(c.path);
   }

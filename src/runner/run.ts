@@ -65,7 +65,7 @@ import {
   snapshotTag,
 } from '../sandbox/snapshot-cache.js';
 import { prepareWorkspace, type AppliedPatch, type Workspace } from './workspace.js';
-import { isHarnessFile, isTestFile, patchFacts } from './patch-facts.js';
+import { addsRootModule, isHarnessFile, isTestFile, patchFacts } from './patch-facts.js';
 
 export { DEFAULT_TIMEOUT_MINUTES };
 export const DEFAULT_SETUP_TIMEOUT_MS = 20 * 60_000;
@@ -467,7 +467,8 @@ export async function runPipeline(
           return { error: `the patch is larger than ${maxPatchBytes} bytes` };
         try {
           const applied = await workspace!.changesFromPatch(leaf.patch, {
-            setAside: (p) => isHarnessFile(p, test?.command) || isTestFile(p),
+            setAside: (p, c) =>
+              isHarnessFile(p, test?.command) || isTestFile(p) || addsRootModule(c),
           });
           result.patchFacts = patchFacts(applied.changes, test?.command);
           result.filesChanged = applied.changes.map((c) => c.path);

@@ -56,7 +56,7 @@ export interface Workspace {
    */
   changesFromPatch(
     patch: string,
-    options?: { setAside?: (path: string) => boolean },
+    options?: { setAside?: (path: string, change: AppliedChange) => boolean },
   ): Promise<AppliedPatch>;
   /** Removes the run directory. Idempotent. */
   dispose(): Promise<void>;
@@ -219,7 +219,7 @@ async function changesFromPatch(
   runDir: string,
   baseCommit: string,
   patch: string,
-  setAside: ((path: string) => boolean) | undefined,
+  setAside: ((path: string, change: AppliedChange) => boolean) | undefined,
 ): Promise<AppliedPatch> {
   const file = path.join(runDir, 'policy-check.patch');
   // Byte for byte what publishing applies (it adds a final newline when missing).
@@ -265,7 +265,7 @@ async function changesFromPatch(
       return change;
     });
     if (!setAside) return { changes: applied };
-    const setAsidePaths = applied.map((c) => c.path).filter((p) => setAside(p));
+    const setAsidePaths = applied.filter((c) => setAside(c.path, c)).map((c) => c.path);
     let keptTree = fullTree;
     if (setAsidePaths.length > 0) {
       const list = path.join(runDir, 'set-aside.paths');

@@ -34,6 +34,12 @@ export interface DiskGuardOptions {
   limitBytes: number | undefined;
   /** The run stops when the engine's disk has less than this free (0: never). */
   floorBytes: number;
+  /**
+   * The run stops when the engine's disk has fewer free inodes than this (default: 5% of its
+   * inodes). Empty files use no blocks: millions of them pass any byte limit and leave the
+   * host unable to create a file.
+   */
+  floorInodes?: number;
   /** Longest pause between two measurements. */
   intervalMs: number;
   /** Called once, on the first limit passed; the guard stops itself before. */
@@ -51,6 +57,9 @@ export interface DiskUsage {
   usedBytes?: number;
   /** Free bytes on the engine's disk, if known. */
   freeBytes?: number;
+  /** Free and total inodes on the engine's disk, if known. */
+  freeInodes?: number;
+  totalInodes?: number;
   /** `host`: measured on this machine's filesystem; `engine`: asked the engine. */
   via: 'host' | 'engine';
 }
@@ -98,6 +107,17 @@ export async function startDiskGuard(options: DiskGuardOptions): Promise<DiskGua
         ),
         usage,
       );
+    } else if (usage.freeInodes !== undefined && usage.totalInodes) {
+      const floor = options.floorInodes ?? Math.floor(usage.totalInodes / 20);
+      if (usage.freeInodes < floor) {
+        trip(
+          new SandboxLimitExceeded(
+            'disk_floor',
+            `the Docker engine's disk has fewer than ${floor} free inodes (${usage.freeInodes} left): the sandbox made too many files; remove files on that disk`,
+          ),
+          usage,
+        );
+      }
     }
     return usage;
   };
@@ -149,7 +169,12 @@ async function chooseProbe(options: DiskGuardOptions): Promise<Probe> {
     const tmpPath = (await sameProcessTable(pid, info.Id)) ? `/proc/${pid}/root/tmp` : undefined;
     return async () => {
       const free = await statfs(upper, { bigint: false });
-      const usage: DiskUsage = { via: 'host', freeBytes: free.bavail * free.bsize };
+      const usage: DiskUsage = {
+        via: 'host',
+        freeBytes: free.bavail * free.bsize,
+        freeInodes: free.ffree,
+        totalInodes: free.files,
+      };
       if (measureLayer) {
         let used = await layerBytes([upper, ...volumes]);
         if (tmpPath) used += await tmpfsUsed(tmpPath);
@@ -166,7 +191,13 @@ async function chooseProbe(options: DiskGuardOptions): Promise<Probe> {
       dfInside(options.container, options.execUser).catch(() => undefined),
     ]);
     const usage: DiskUsage = { via: 'engine' };
-    if (df) usage.freeBytes = df.rootFree;
+    if (df) {
+      usage.freeBytes = df.rootFree;
+      if (df.inodes) {
+        usage.freeInodes = df.inodes.free;
+        usage.totalInodes = df.inodes.total;
+      }
+    }
     if (sized) usage.usedBytes = (sized.SizeRw ?? 0) + (df?.tmpUsed ?? 0);
     return usage;
   };
@@ -287,9 +318,9 @@ export async function allocatedBytes(root: string, seen = new Set<string>()): Pr
 async function dfInside(
   container: Docker.Container,
   user: string,
-): Promise<{ rootFree: number; tmpUsed: number }> {
+): Promise<{ rootFree: number; tmpUsed: number; inodes?: { total: number; free: number } }> {
   const exec = await container.exec({
-    Cmd: ['df', '-Pk', '/', '/tmp'],
+    Cmd: ['sh', '-c', 'df -Pk / /tmp; df -Pi /'],
     User: user,
     AttachStdout: true,
     AttachStderr: true,
@@ -304,17 +335,31 @@ async function dfInside(
     stream.on('close', resolve);
     stream.on('error', reject);
   });
-  // Filesystem 1024-blocks Used Available Capacity Mounted-on
-  const rows = Buffer.concat(chunks)
+  // Filesystem 1024-blocks Used Available Capacity Mounted-on, then
+  // Filesystem Inodes IUsed IFree IUse% Mounted-on
+  const [blocks = [], inodes = []] = Buffer.concat(chunks)
     .toString('utf8')
     .trim()
-    .split('\n')
-    .slice(1)
-    .map((line) => line.trim().split(/\s+/));
-  const root = rows.find((row) => row[5] === '/');
-  const tmp = rows.find((row) => row[5] === '/tmp');
+    .split(/^(?=Filesystem\s)/m)
+    .map((table) =>
+      table
+        .trim()
+        .split('\n')
+        .slice(1)
+        .map((line) => line.trim().split(/\s+/)),
+    );
+  const root = blocks.find((row) => row[5] === '/');
+  const tmp = blocks.find((row) => row[5] === '/tmp');
   if (!root) throw new Error('df inside the sandbox printed no line for /');
-  return { rootFree: Number(root[3]) * 1024, tmpUsed: tmp ? Number(tmp[2]) * 1024 : 0 };
+  const rootInodes = inodes.find((row) => row[5] === '/');
+  const total = Number(rootInodes?.[1]);
+  const free = Number(rootInodes?.[3]);
+  return {
+    rootFree: Number(root[3]) * 1024,
+    tmpUsed: tmp ? Number(tmp[2]) * 1024 : 0,
+    // Filesystems without inode tables (btrfs) report 0 inodes: no floor there.
+    ...(total > 0 && Number.isFinite(free) ? { inodes: { total, free } } : {}),
+  };
 }
 
 /** `10 GB`, `64 MB`, `1.5 GB`: binary units, as FROGNANO_SANDBOX_DISK is written. */

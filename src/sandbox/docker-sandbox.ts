@@ -159,6 +159,7 @@ const LinesResult = z.object({
 });
 const EditResult = z.object({ count: z.number().int().positive(), realPath: PathText });
 const GlobResult = z.object({ matches: z.array(z.object({ path: PathText, realPath: PathText })) });
+const GlobShownResult = z.object({ shown: z.array(PathText), total: z.number().int().min(0) });
 const ExecWireResult = z.object({
   exitCode: z.number().int(),
   stdout: Base64,
@@ -553,6 +554,17 @@ export class DockerSandbox implements Sandbox {
   async glob(pattern: string): Promise<GlobMatch[]> {
     const result = await this.fileOp('glob', { pattern }, GlobResult);
     return result.matches;
+  }
+
+  async globShown(
+    pattern: string,
+    options: { root: string; limit: number },
+  ): Promise<{ shown: string[]; total: number }> {
+    return this.fileOp(
+      'glob',
+      { pattern, displayRoot: options.root, limit: options.limit },
+      GlobShownResult,
+    );
   }
 
   /**

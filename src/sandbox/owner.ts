@@ -5,28 +5,19 @@
 // exclusive SQLite transaction: the kernel drops it when the process dies, kill -9 included),
 // so a reaper can prove an owner gone by taking the lock, without guessing from pids.
 import { randomUUID } from 'node:crypto';
-import {
-  linkSync,
-  mkdirSync,
-  readFileSync,
-  readdirSync,
-  realpathSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdirSync, readdirSync, realpathSync, renameSync, rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { instanceId } from '../instance-id.js';
+
+const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export const LABEL_OWNER = 'frognano.owner';
 export const LABEL_OWNER_PROCESS = 'frognano.owner.process';
 /** For people reading `docker ps`: where the owning process ran. Not used to decide. */
 export const LABEL_OWNER_PID = 'frognano.owner.pid';
 export const LABEL_OWNER_HOST = 'frognano.owner.host';
-
-export const INSTANCE_ID_FILE = 'instance-id';
-const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export interface SandboxOwner {
   /** The data directory's instance id. */
@@ -124,11 +115,6 @@ export function sweepOwners(dataDir: string): number {
   return count;
 }
 
-/** The instance id of `dataDir` if it has one (none: nothing can be labelled as its). */
-export function existingInstanceId(dataDir: string): string | undefined {
-  return readId(path.join(dataDir, INSTANCE_ID_FILE));
-}
-
 /** Removes a gone owner's lock file (only call after `ownerGone` said so). */
 export function forgetOwner(dataDir: string, processId: string): void {
   if (!ID.test(processId)) return;
@@ -151,44 +137,4 @@ function releaseAll(): void {
     rmSync(`${lockFile}-journal`, { force: true });
   }
   held.clear();
-}
-
-/**
- * The stable id of a data directory, made on first use (`<dataDir>/instance-id`). The same
- * file and format as the queue's instance id, so the two agree on one directory.
- */
-export function instanceId(dataDir: string): string {
-  const file = path.join(dataDir, INSTANCE_ID_FILE);
-  const existing = readId(file);
-  if (existing) return existing;
-  mkdirSync(dataDir, { recursive: true });
-  // Written aside, then linked into place: the file appears whole, and two processes starting
-  // at once agree on whichever link came first.
-  const id = randomUUID();
-  const temp = `${file}.${id}.tmp`;
-  writeFileSync(temp, `${id}\n`, { mode: 0o644 });
-  try {
-    linkSync(temp, file);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  } finally {
-    rmSync(temp, { force: true });
-  }
-  const stored = readId(file);
-  if (!stored) throw new Error(`${file} does not hold an instance id: delete it and start again`);
-  return stored;
-}
-
-function readId(file: string): string | undefined {
-  let raw: string;
-  try {
-    raw = readFileSync(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-  const id = raw.trim();
-  if (!ID.test(id))
-    throw new Error(`${file} does not hold an instance id: delete it and start again`);
-  return id;
 }

@@ -4,6 +4,7 @@
 // touched: containers whose owner label is this data directory's instance and whose owning
 // process is provably gone (owner.ts), directories by their run marker. Another instance's
 // containers, a live `frognano solve`'s, and containers without an owner are left alone.
+import { existingInstanceId } from '../instance-id.js';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
@@ -13,7 +14,6 @@ import {
   LABEL_OWNER,
   LABEL_OWNER_PROCESS,
   currentProcessId,
-  existingInstanceId,
   ownerGone,
   sweepOwners,
 } from './owner.js';

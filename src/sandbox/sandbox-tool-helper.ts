@@ -91,10 +91,29 @@ def op_write(req):
 
 def op_glob(req):
     out = []
+    root = req.get("displayRoot")
     for m in glob.glob(req["pattern"], recursive=True):
         if os.path.isfile(m):
-            out.append({"path": m, "realPath": os.path.realpath(m)})
-    return {"matches": out}
+            if root is None:
+                out.append({"path": m, "realPath": os.path.realpath(m)})
+            else:
+                out.append(display_path(os.path.realpath(m), root, m))
+    if root is None:
+        return {"matches": out}
+    # Leaf's Glob sorts what it shows and lists the first limit of them: only those cross to the
+    # host, with the count, so a tree of a million files costs the host one bounded reply.
+    out.sort()
+    return {"shown": out[: int(req["limit"])], "total": len(out)}
+
+
+def display_path(real, root, fallback):
+    import pathlib
+    real = str(pathlib.PurePosixPath(real))
+    base = str(pathlib.PurePosixPath(root))
+    if real == base:
+        return "."
+    prefix = base if base.endswith("/") else base + "/"
+    return real[len(prefix):] if real.startswith(prefix) else str(pathlib.PurePosixPath(fallback))
 
 
 def digits_sum(a, b):

@@ -178,19 +178,20 @@ describeDocker('frognano doctor', () => {
     expect(custom.code).toBe(1);
   });
 
-  it('fails when the data directory cannot be written, and so the queue', async () => {
+  it('fails when the data directory cannot be written, and then does not check the queue', async () => {
     const file = path.join(work, 'a-file');
     await writeFile(file, '');
     const { code, lines } = await doctor({
       ...healthyEnv(),
       FROGNANO_DATA_DIR: path.join(file, 'data'),
     });
+    // The fix fits the cause: a file stands where a directory should be.
     expect(lineFor(lines, 'data directory')).toBe(
-      `✗ data directory: ${path.join(file, 'data')} is not writable (ENOTDIR) → fix: give this user write access to it, or point FROGNANO_DATA_DIR elsewhere`,
+      `✗ data directory: ${path.join(file, 'data')} is not writable (ENOTDIR) → fix: ${file} is a file, not a directory: point FROGNANO_DATA_DIR at a directory`,
     );
-    expect(lineFor(lines, 'queue')).toMatch(
-      /^✗ queue: SQLite .+ does not open \(ENOTDIR\) → fix: /,
-    );
+    // The queue lives in that directory: one problem, one line (not "move the file away").
+    expect(lineFor(lines, 'queue')).toBe('- queue: not checked (the data directory check failed)');
+    expect(lines.at(-1)).toBe('not ready: 1 problem blocks runs');
     expect(code).toBe(1);
   });
 

@@ -316,6 +316,8 @@ describe('frognano solve --sandbox local', () => {
     const lines = run.stderr.trim().split('\n');
     expect(lines.filter((l) => l.startsWith('[frognano] done'))).toHaveLength(1);
     expect(lines.at(-1)).toMatch(/^\[frognano\] done: agent, 4 steps/);
+    // The done line names every file it wrote.
+    expect(lines.at(-1)).toMatch(/patch\.diff, summary\.md, trajectory\.json, trajectory\.html$/);
 
     const summary = await readFile(path.join(work, 'o', 'summary.md'), 'utf8');
     expect(headings(markdownTree(summary))).toEqual([

@@ -1,9 +1,11 @@
 // `npm start` as an operator runs it: it builds, runs compiled JavaScript with node (no tsx),
 // and a SIGTERM to the process it started stops the App.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { parseEnv } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   startScriptedModelServer,
@@ -31,6 +33,15 @@ describe('npm start', () => {
     const child = spawn('npm', ['start'], {
       cwd: path.resolve('.'),
       env: {
+        // `npm start` loads ./.env, where a user's own App lives after registration; it never
+        // overrides a variable that is set, so every documented one is set to its default
+        // (the commented-out `# NAME=` ones to empty: unset).
+        ...parseEnv(
+          readFileSync(path.resolve('.env.example'), 'utf8').replace(
+            /^# ([A-Z][A-Z0-9_]*)=.*$/gm,
+            '$1=',
+          ),
+        ),
         PATH: process.env.PATH,
         HOME: process.env.HOME,
         APP_ID: '1',
@@ -71,6 +82,146 @@ describe('npm start', () => {
       child.kill('SIGKILL');
     }
   }, 180_000);
+});
+
+describe('frognano worker on a data directory another process holds', () => {
+  it('refuses with the one line naming the owner, no stack trace, exit 1', async () => {
+    const dataDir = path.join(work, 'busy-data');
+    const holder = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        path.resolve('test/queue/lock-holder-child.ts'),
+        dataDir,
+        'start',
+        'intake',
+        'worker',
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    try {
+      await new Promise<void>((resolve, reject) => {
+        holder.stdout.on('data', (c: Buffer) => c.toString().includes('locked') && resolve());
+        holder.once('exit', (code) => reject(new Error(`lock holder exited with ${code}`)));
+      });
+      const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [path.resolve('bin/frognano.js'), 'worker'], {
+          cwd: work,
+          env: {
+            PATH: process.env.PATH,
+            HOME: process.env.HOME,
+            APP_ID: '1',
+            PRIVATE_KEY: github.privateKey,
+            WEBHOOK_SECRET: 'secret',
+            GITHUB_API_URL: github.url,
+            FROGNANO_MODEL_URL: model.baseUrl,
+            FROGNANO_DATA_DIR: dataDir,
+            FROGNANO_SANDBOX: 'local',
+          },
+        });
+        let stderr = '';
+        child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+        child.stdout.resume();
+        child.once('exit', (code) => resolve({ code, stderr }));
+      });
+      const lines = result.stderr.split('\n').filter((line) => line && !line.startsWith('{'));
+      expect(lines, result.stderr).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `^frognano: the data directory .* is in use by frognano start \\(pid ${holder.pid} on .*\\) for its runs: stop that process first, or give this one its own FROGNANO_DATA_DIR$`,
+          ),
+        ),
+      ]);
+      expect(result.code).toBe(1);
+    } finally {
+      holder.kill('SIGKILL');
+    }
+  }, 60_000);
+});
+
+describe('frognano worker without the App credentials', () => {
+  it('refuses in one line that says what to set, no stack trace', async () => {
+    const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [path.resolve('bin/frognano.js'), 'worker'], {
+        cwd: work,
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, FROGNANO_SANDBOX: 'local' },
+      });
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+      child.stdout.resume();
+      child.once('exit', (code) => resolve({ code, stderr }));
+    });
+    expect(result.stderr).toMatch(
+      /^frognano: APP_ID and PRIVATE_KEY \(or PRIVATE_KEY_PATH\) must be set to run workers: .+\n$/,
+    );
+    expect(result.code).toBe(2);
+  }, 60_000);
+});
+
+describe('frognano start without credentials in production (the Docker image)', () => {
+  it('says in one line that the registration flow is off and what to set', async () => {
+    const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [path.resolve('bin/frognano.js'), 'start'], {
+        cwd: work,
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          NODE_ENV: 'production',
+          PORT: '0',
+          FROGNANO_SANDBOX: 'local',
+        },
+      });
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+      child.stdout.resume();
+      child.once('exit', (code) => resolve({ code, stderr }));
+    });
+    expect(result.stderr).toMatch(
+      /^frognano: APP_ID and PRIVATE_KEY \(or PRIVATE_KEY_PATH\) are not set, and NODE_ENV=production turns the registration flow off: .+\n$/,
+    );
+    expect(result.code).toBe(2);
+  }, 60_000);
+});
+
+describe('frognano start on a port already in use', () => {
+  it('says so in one line (no stack trace), exit 1', async () => {
+    const { createServer } = await import('node:net');
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [path.resolve('bin/frognano.js'), 'start'], {
+          cwd: work,
+          env: {
+            PATH: process.env.PATH,
+            HOME: process.env.HOME,
+            APP_ID: '1',
+            PRIVATE_KEY: github.privateKey,
+            WEBHOOK_SECRET: 'secret',
+            GITHUB_API_URL: github.url,
+            FROGNANO_MODEL_URL: model.baseUrl,
+            FROGNANO_DATA_DIR: path.join(work, 'port-data'),
+            FROGNANO_SANDBOX: 'local',
+            PORT: String(port),
+            HOST: '127.0.0.1',
+          },
+        });
+        let stderr = '';
+        child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+        child.stdout.resume();
+        child.once('exit', (code) => resolve({ code, stderr }));
+      });
+      const lines = result.stderr.split('\n').filter((line) => line && !line.startsWith('{'));
+      expect(lines, result.stderr).toEqual([
+        `frognano: Port ${port} is already in use. You can define the PORT environment variable to use a different port.`,
+      ]);
+      expect(result.code).toBe(1);
+    } finally {
+      taken.close();
+    }
+  }, 60_000);
 });
 
 async function processCommand(pid: number): Promise<string> {

@@ -91,6 +91,16 @@ describe('loadAppConfig', () => {
     expect(() => loadAppConfig({ PRIVATE_KEY: 'not a key' })).toThrow(
       'PRIVATE_KEY must be a PEM private key',
     );
+    // A file that holds no key names the variable that pointed at it, and the file.
+    const dir = mkdtempSync(join(tmpdir(), 'frognano-key-'));
+    try {
+      writeFileSync(join(dir, 'app.pem'), 'not a key\n');
+      expect(() => loadAppConfig({ PRIVATE_KEY_PATH: join(dir, 'app.pem') })).toThrow(
+        `PRIVATE_KEY_PATH must name a PEM private key file (${JSON.stringify(join(dir, 'app.pem'))} holds none)`,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
     expect(() => loadAppConfig({ APP_ID: '1', PRIVATE_KEY: testPrivateKey() })).toThrow(
       'WEBHOOK_SECRET must be set when APP_ID and a private key are set',
     );

@@ -1,15 +1,20 @@
 // From a label to a draft pull request, on real parts: the App's HTTP server, the durable queue,
 // the real run pipeline in the local sandbox (and the Docker sandbox), the scripted model, a
-// real git remote. Only GitHub's REST API is mocked (strictly) - and counted.
+// real git remote behind smart HTTP that wants a minted token. Only GitHub's REST API is mocked
+// (strictly) - and counted - behind Probot's real App authentication: a real RSA key, JWTs
+// checked against it, installation tokens minted through `POST /app/installations/1/access_tokens`,
+// and no FROGNANO_BOT_* identity, so the App asks GitHub who it is, as on a real install.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { noreplyDomainFor } from '../../src/github/publish.js';
 import { REST_CALLS_PER_RUN } from '../../src/github/rest-budget.js';
 import { describeDocker, ensureSandboxImage } from '../support/docker-engine.js';
 import { finalAnswer, toolCall, type ScriptStep } from '../support/scripted-model-server.js';
 import {
+  mockBotIdentity,
   mockGitHub,
   mockPullRequest,
   mockStatusComment,
@@ -69,6 +74,7 @@ async function journey(
   const fake = backend === 'fake' ? await startFakeGitHub(gh) : undefined;
   if (fake) cleanups.push(() => fake.close());
   mockGitHub({}, gh);
+  mockBotIdentity(gh);
   mockStatusComment(gh, 1);
   let prRequest: Record<string, unknown> | undefined;
   mockPullRequest(gh, 1, 7, (body) => (prRequest = body));
@@ -77,6 +83,7 @@ async function journey(
     python,
     script: fixScript(python),
     throttleMs: 0,
+    gitHttp: gh,
     env: fake ? { GITHUB_API_URL: fake.url } : {},
   });
 
@@ -122,14 +129,23 @@ async function journey(
   expect(body).toMatch(/\| 14 \| – \| – \| final answer \|/);
   expect(body).toContain('| steps | 15 of 30 |');
   expect(body).toContain('| exit reason | agent |');
-  const trajectoryUrl = `https://frognano.example.com/frognano/runs/${runId}/trajectory.json`;
-  expect(body).toContain(trajectoryUrl);
+  const runPage = `https://frognano.example.com/frognano/runs/${runId}/trajectory`;
+  expect(body).toContain(`: ${runPage}\n`);
   expect(body.length).toBeLessThan(65_536);
 
   // The trajectory link is served by the App itself.
   const served = await fetch(`${harness.url}/frognano/runs/${runId}/trajectory.json`);
   expect(served.status).toBe(200);
   expect(((await served.json()) as { exit_reason: string }).exit_reason).toBe('agent');
+  const page = await fetch(`${harness.url}/frognano/runs/${runId}/trajectory`);
+  expect(page.status).toBe(200);
+  expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+  expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
+  const html = await page.text();
+  expect(html).toContain('id="step-15"');
+  expect(html).toMatch(
+    /<span class="l add">\+ {4}<span class="tk-k">return<\/span> a \+ b<\/span>/,
+  );
 
   // The branch: one commit on the base, by the bot, co-authored by the maintainer, with the fix.
   const git = (...args: string[]) =>
@@ -140,17 +156,22 @@ async function journey(
     /calc\.py \| 2 \+-\n 1 file changed, 1 insertion\(\+\), 1 deletion\(-\)/,
   );
   expect(git('diff', harness.base, head)).toContain('-    return a - b\n+    return a + b');
-  expect(git('log', '-1', '--format=%an%n%B', head)).toContain(
-    'frognano[bot]\nfrognano: add() subtracts instead of adding (#1)',
+  // The no-reply domain follows the git host (GitHub Enterprise Server); here, the loopback server.
+  const noreply = noreplyDomainFor(harness.git!.url);
+  expect(noreply).toBe('users.noreply.127.0.0.1');
+  expect(git('log', '-1', '--format=%an <%ae>%n%B', head)).toContain(
+    `frognano[bot] <41898282+frognano[bot]@${noreply}>\nfrognano: add() subtracts instead of adding (#1)`,
   );
   expect(git('log', '-1', '--format=%B', head)).toContain(
-    'Co-authored-by: Codertocat <21031067+Codertocat@users.noreply.github.com>',
+    `Co-authored-by: Codertocat <21031067+Codertocat@${noreply}>`,
   );
 
   // The status comment went running -> done, edited in place (the run started at once, so
   // intake's "queued" was stale before its turn and not posted).
   expect(gh.statusBodies[0]).toContain('running: ');
-  expect(gh.statusBodies.some((b) => b.includes('running: the model is working (step'))).toBe(true);
+  // (The first run of a process also pays for the App's identity, two calls, so with every
+  // phase edited at once the budget runs out before the step counter shows.)
+  expect(gh.statusBodies.some((b) => b.includes('running: the model is working'))).toBe(true);
   const last = gh.statusBodies.at(-1) ?? '';
   expect(last).toContain(
     'opened draft pull request #7 (https://github.com/Codertocat/Hello-World/pull/7)',
@@ -158,6 +179,20 @@ async function journey(
   expect(last).toContain(
     `Tests \`${python} -m pytest\`: before failed (exit 1) → after passed (exit 0).`,
   );
+
+  // Every call carried the credential its route wants, and git only ever saw minted tokens.
+  expect(gh.authFailures).toEqual([]);
+  expect(gh.calls).toContain('GET /app');
+  expect(gh.calls).toContain('GET /users/frognano%5Bbot%5D');
+  const seen = new Set(harness.git!.authorizations.filter(Boolean));
+  expect(seen.size).toBeGreaterThan(0);
+  for (const header of seen) {
+    const password = Buffer.from(String(header).replace(/^Basic /, ''), 'base64')
+      .toString()
+      .split(':')[1];
+    expect(gh.tokens.has(password ?? '')).toBe(true);
+  }
+  expect(harness.git!.urls.join('\n')).not.toMatch(/ghs_/);
 
   // At most 20 GitHub REST calls for the whole run, status edits and token mints included.
   expect(gh.calls.length, gh.calls.join('\n')).toBeLessThanOrEqual(REST_CALLS_PER_RUN);
@@ -180,7 +215,7 @@ async function journey(
   }
 }
 
-describe('journey: label → draft pull request (local sandbox)', () => {
+describe('journey: label → draft pull request (local sandbox, real App auth)', () => {
   it('fixes the bug, pushes the branch and opens a draft PR within 20 REST calls', async () => {
     await journey('local', PYTHON, 'nock');
   }, 60_000);

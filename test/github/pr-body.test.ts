@@ -54,8 +54,9 @@ describe('renderPrBody', () => {
     expect(body).toContain('<details><summary>Output before the change (last lines)</summary>');
     expect(body).toContain('assert -1 == 5');
     expect(body).toContain('calc.py | +1 -1\n1 file changed, +1 -1');
-    expect(body).toContain('| 1 | Edit | `calc.py` | Edited calc.py (1 replacement). | 0.9 s |');
-    expect(body).toContain('| 2 | – | – | final answer | 0.5 s |');
+    // Steps count from 1, as on the run page (#step-2) and in `frognano solve`'s progress lines.
+    expect(body).toContain('| 2 | Edit | `calc.py` | Edited calc.py (1 replacement). | 0.9 s |');
+    expect(body).toContain('| 3 | – | – | final answer | 0.5 s |');
     expect(body).toContain('| steps | 3 of 150 |');
     expect(body).toContain('| exit reason | agent |');
     expect(body).toContain('https://bot.example.com/frognano/runs/x/trajectory.json');

@@ -17,6 +17,7 @@ import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   gitEnvironment,
+  mayPublishLater,
   noreplyDomainFor,
   publishPatch,
   resolveBotIdentity,
@@ -24,7 +25,9 @@ import {
   type GitRunner,
 } from '../../src/github/publish.js';
 import { createPythonRepo, FIXED_CALC, git } from '../support/python-repo.js';
-import { API, testOctokit } from './helpers/github.js';
+import { Probot } from 'probot';
+import type { GitHubClient } from '../../src/github/octokit.js';
+import { API, AppTestOctokit, silentLog, testOctokit, testPrivateKey } from './helpers/github.js';
 import { useStrictNock } from './helpers/strict-nock.js';
 import { startGitHttpServer, type GitHttpServer } from './helpers/git-http-server.js';
 
@@ -168,6 +171,45 @@ describe('publishPatch (real git, real smart-HTTP server)', () => {
     expect(readdirSync(workRoot)).toEqual([]);
   });
 
+  it('defuses closing keywords and mentions of the issue title in the PR title (a squash merge commits it)', async () => {
+    let title = '';
+    const scope = nock(API)
+      .get('/repos/octo/calc/pulls')
+      .query({ head: 'octo:frognano/issue-5', state: 'open', per_page: 1 })
+      .reply(200, [])
+      .post('/repos/octo/calc/pulls', (b: Record<string, unknown>) => {
+        title = String(b.title);
+        return true;
+      })
+      .reply(201, { number: 12, html_url: 'https://github.com/octo/calc/pull/12' })
+      .post('/repos/octo/calc/pulls/12/requested_reviewers', { reviewers: ['octocat'] })
+      .reply(201, {});
+    await publishPatch({
+      octokit: testOctokit(),
+      owner: 'octo',
+      repo: 'calc',
+      issueNumber: 5,
+      issueTitle: 'Fixes #12, closes octo/other#3 and GH-4, cc @admin',
+      baseBranch: 'main',
+      baseCommit: base,
+      patch: patchFor(FIXED_CALC),
+      gitUrl: `${server.url}/octo/calc.git`,
+      mintToken: async () => TOKEN,
+      workRoot: join(tmp, 'work'),
+      bot,
+      coAuthor: { login: 'octocat', id: 583231 },
+      noreplyDomain: 'users.noreply.github.com',
+      body: 'Fixes #5.',
+      log,
+    });
+    scope.done();
+    // GitHub's squash merge proposes the PR title as the commit subject: "fixes #12" there
+    // would close issue 12 once merged.
+    expect(title).toBe(
+      'frognano: Fixes #\u200b12, closes octo/other#\u200b3 and GH-\u200b4, cc @\u200badmin',
+    );
+  });
+
   it('updates the branch with force-with-lease and the open PR on a retry', async () => {
     nock(API)
       .get('/repos/octo/calc/pulls')
@@ -211,6 +253,107 @@ describe('publishPatch (real git, real smart-HTTP server)', () => {
     const head = git(bare, 'rev-parse', 'refs/heads/frognano/issue-5').trim();
     expect(head).toBe(second.commit);
     expect(git(bare, 'rev-parse', `${head}^`).trim()).toBe(base);
+  });
+
+  function prMocks(pr: number) {
+    return nock(API)
+      .get('/repos/octo/calc/pulls')
+      .query(true)
+      .reply(200, [])
+      .post('/repos/octo/calc/pulls')
+      .reply(201, { number: pr, html_url: `https://github.com/octo/calc/pull/${pr}` })
+      .post(`/repos/octo/calc/pulls/${pr}/requested_reviewers`)
+      .reply(201, {});
+  }
+
+  function baseParams(issueNumber: number) {
+    return {
+      octokit: testOctokit(),
+      owner: 'octo',
+      repo: 'calc',
+      issueNumber,
+      issueTitle: 'add() subtracts',
+      baseBranch: 'main',
+      baseCommit: base,
+      patch: patchFor(FIXED_CALC),
+      gitUrl: `${server.url}/octo/calc.git`,
+      mintToken: async () => TOKEN,
+      workRoot: join(tmp, 'work'),
+      bot,
+      coAuthor: { login: 'octocat', id: 1 },
+      noreplyDomain: 'users.noreply.github.com',
+      body: 'Fixes.',
+      log,
+      retryDelaysMs: [50, 50],
+    };
+  }
+
+  it('tries a push the server answered 502 (unapplied) again, with backoff', async () => {
+    prMocks(13);
+    server.failPushes(1, 502);
+    const pushed: string[] = [];
+    const result = await publishPatch({ ...baseParams(7), onPushed: (c) => void pushed.push(c) });
+    expect(result).toMatchObject({ prNumber: 13, created: true });
+    expect(git(bare, 'rev-parse', 'refs/heads/frognano/issue-7').trim()).toBe(result.commit);
+    expect(pushed).toEqual([result.commit]);
+    expect(logs).toContain('git failed transiently; retrying');
+    expect(readdirSync(join(tmp, 'work'))).toEqual([]);
+  });
+
+  it('takes a push that was applied but answered 502 as done (the lease would refuse a second)', async () => {
+    prMocks(14);
+    server.failPushes(1, 502, { applied: true });
+    const result = await publishPatch(baseParams(8));
+    expect(result).toMatchObject({ prNumber: 14 });
+    expect(git(bare, 'rev-parse', 'refs/heads/frognano/issue-8').trim()).toBe(result.commit);
+  });
+
+  it('gives up on a push that keeps failing, and never retries a refusal', async () => {
+    server.failPushes(3, 503);
+    const outage = await publishPatch(baseParams(9)).catch((error: unknown) => error);
+    expect(String(outage)).toMatch(/pushing frognano\/issue-9 failed/);
+    expect(mayPublishLater(outage)).toBe(true); // worth keeping the change for a later retry
+    expect(git(bare, 'branch', '--list', 'frognano/*').trim()).toBe('');
+    // A 401 is not transient: one attempt, and nothing to gain from trying later.
+    const calls: { args: string[]; env: NodeJS.ProcessEnv }[] = [];
+    const refused = await publishPatch({
+      ...baseParams(9),
+      mintToken: async () => 'ghs_wrong',
+      git: recordingGit(calls),
+    }).catch((error: unknown) => error);
+    expect(String(refused)).toMatch(/fetching the base commit failed/);
+    expect(mayPublishLater(refused)).toBe(false);
+    expect(calls.filter((c) => c.args[0] === 'fetch')).toHaveLength(1);
+    expect(mayPublishLater(Object.assign(new Error('rate limited'), { status: 403 }))).toBe(true);
+  });
+
+  it('resumes at the pull request when the branch already holds the pushed commit', async () => {
+    nock(API)
+      .get('/repos/octo/calc/pulls')
+      .query(true)
+      .reply(200, [])
+      .post('/repos/octo/calc/pulls')
+      .reply(
+        403,
+        { message: 'You have exceeded a secondary rate limit.' },
+        { 'retry-after': '60' },
+      );
+    prMocks(15);
+    // First attempt: pushed, then the pull request failed (no retry on this client).
+    let pushedCommit: string | undefined;
+    await expect(
+      publishPatch({ ...baseParams(10), onPushed: (c) => void (pushedCommit = c) }),
+    ).rejects.toMatchObject({ status: 403 });
+    expect(pushedCommit).toBe(git(bare, 'rev-parse', 'refs/heads/frognano/issue-10').trim());
+    // Second attempt: nothing cloned, committed or pushed again; the same commit gets its PR.
+    const calls: { args: string[]; env: NodeJS.ProcessEnv }[] = [];
+    const result = await publishPatch({
+      ...baseParams(10),
+      pushedCommit,
+      git: recordingGit(calls),
+    });
+    expect(result).toMatchObject({ prNumber: 15, commit: pushedCommit });
+    expect(calls.map((c) => c.args[0])).toEqual(['ls-remote']);
   });
 
   it('works against a file:// remote, never runs hooks, and refuses a patch that does not apply', async () => {
@@ -280,16 +423,51 @@ describe('gitEnvironment', () => {
 });
 
 describe('resolveBotIdentity and noreplyDomainFor', () => {
-  it('builds <slug>[bot] with its user id from GET /app and GET /users', async () => {
+  it('builds <slug>[bot] from GET /app (App JWT) and GET /users (installation token), on real App auth', async () => {
+    const probot = new Probot({
+      appId: 1,
+      privateKey: testPrivateKey(),
+      Octokit: AppTestOctokit,
+      log: silentLog,
+    });
+    const seen: Record<string, string> = {};
+    const record = (what: string) =>
+      function (this: { req: { headers: Record<string, string> } }) {
+        seen[what] = this.req.headers.authorization ?? '';
+        return what === 'token'
+          ? [
+              201,
+              {
+                token: 'ghs_identityTestToken000000000000000000',
+                expires_at: '2999-01-01T00:00:00Z',
+              },
+            ]
+          : what === 'app'
+            ? [200, { slug: 'frognano-test', id: 1 }]
+            : [200, { login: 'frognano-test[bot]', id: 99 }];
+      };
     nock(API)
       .get('/app')
-      .reply(200, { slug: 'frognano-test', id: 1 })
+      .reply(record('app'))
+      .post('/app/installations/1/access_tokens')
+      .reply(record('token'))
       .get('/users/frognano-test%5Bbot%5D')
-      .reply(200, { login: 'frognano-test[bot]', id: 99 });
-    await expect(resolveBotIdentity(testOctokit(), 'users.noreply.github.com')).resolves.toEqual({
+      .reply(record('user'));
+    const clients = {
+      app: (await probot.auth()) as GitHubClient,
+      installation: (await probot.auth(1)) as GitHubClient,
+    };
+    await expect(resolveBotIdentity(clients, 'users.noreply.github.com')).resolves.toEqual({
       name: 'frognano-test[bot]',
       email: '99+frognano-test[bot]@users.noreply.github.com',
     });
+    expect(seen.app).toMatch(/^bearer [\w-]+\.[\w-]+\.[\w-]+$/i);
+    expect(seen.token).toMatch(/^bearer /i);
+    expect(seen.user).toBe('token ghs_identityTestToken000000000000000000');
+    // The route that broke every real publish: the App's JWT client cannot call it at all.
+    await expect(clients.app.rest.users.getByUsername({ username: 'x' })).rejects.toThrow(
+      'installationId option is required',
+    );
   });
 
   it('uses the Enterprise host for no-reply addresses', () => {

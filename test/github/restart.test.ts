@@ -24,6 +24,7 @@ import {
   waitFor,
   type Harness,
 } from './helpers/app-harness.js';
+import { testPrivateKey } from './helpers/github.js';
 import { useStrictNock } from './helpers/strict-nock.js';
 
 useStrictNock();
@@ -90,7 +91,11 @@ describeDocker('restart after a crash (real Docker, real process kill)', () => {
         model.baseUrl,
         fake.url,
       ],
-      { stdio: ['ignore', 'ignore', 'inherit'] },
+      // The fake checks the App's JWTs against this process's key.
+      {
+        stdio: ['ignore', 'ignore', 'inherit'],
+        env: { ...process.env, TEST_APP_PRIVATE_KEY: testPrivateKey() },
+      },
     );
     // The agent loop is waiting on the model: the container is up.
     let reached = false;
@@ -146,6 +151,7 @@ describeDocker('restart after a crash (real Docker, real process kill)', () => {
       outcome: 'no_change',
     });
     expect(await containersOf(runId)).toEqual([]);
+    expect(gh.authFailures, 'calls without the credential their route wants').toEqual([]);
     expect(fake.unmatched, 'requests no mock matched').toEqual([]);
     expect(fake.pending(), 'mocks never used').toEqual([]);
   }, 120_000);

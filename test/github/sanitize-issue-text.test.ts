@@ -38,6 +38,16 @@ describe('sanitizeIssueText', () => {
     ['a link reference comment with <>', `Fix the bug.\n\n[comment]: <> "${INJECT}"`],
     ['a link title attribute', `Fix the bug.<a href="x" title="${INJECT}">link</a>`],
     ['a hidden input', `Fix the bug.<input type="hidden" value="${INJECT}">`],
+    // Every browser's stylesheet hides <rp> (ruby fallback), and GitHub allows the element.
+    ['an rp element', `Fix the bug.<ruby>a<rp>${INJECT}</rp><rt>b</rt></ruby>`],
+    ['an rp element outside ruby', `Fix the bug.<rp>${INJECT}</rp>`],
+    // A link with no text renders as nothing at all; its destination never shows.
+    ['a link with no text', `Fix the bug.[](<${INJECT}>)`],
+    ['a link with only spaces', `Fix the bug.[ ](<${INJECT}>)`],
+    // GFM ignores the cells of a row beyond the header's count.
+    ['cells beyond the header row', `Fix the bug.\n\n| a |\n|---|\n| b | ${INJECT} |`],
+    ['cells beyond the header, no pipes', `Fix the bug.\n\n| a | b |\n|---|---|\nc|d|${INJECT}`],
+    ['a reference link with no text', `Fix the bug.[][r]\n\n[r]: <${INJECT}>`],
   ])('removes %s', (_name, attack) => {
     const out = sanitizeIssueText(attack);
     expect(out).toContain('Fix the bug.');

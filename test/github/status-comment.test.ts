@@ -8,7 +8,16 @@ import {
   STATUS_MARKER,
   StatusReporter,
 } from '../../src/github/status-comment.js';
-import { API, silentLog, testOctokit } from './helpers/github.js';
+import { Probot } from 'probot';
+import type { GitHubClient } from '../../src/github/octokit.js';
+import {
+  API,
+  AppTestOctokit,
+  retryingTestOctokit,
+  silentLog,
+  testOctokit,
+  testPrivateKey,
+} from './helpers/github.js';
 import { useStrictNock } from './helpers/strict-nock.js';
 import { runResult } from './helpers/run-result.js';
 import { renderPrBody } from '../../src/github/pr-body.js';
@@ -19,6 +28,21 @@ useStrictNock();
 const issue = { owner: 'o', repo: 'r', issueNumber: 5 };
 
 describe('renderStatus', () => {
+  it('links the run page while the run is active and after it', () => {
+    const runPageUrl =
+      'https://bot.example.com/frognano/runs/0f4c1b2a-1111-4222-8333-444455556666/trajectory';
+    const meta = { runId: 'r1', trigger: 'requested by @a', runPageUrl };
+    for (const state of [
+      { kind: 'running', phase: 'agent', step: 2, maxSteps: 9 },
+      { kind: 'done', prNumber: 8, prUrl: 'https://x/pull/8', partial: false },
+    ] as const) {
+      expect(renderStatus(state, meta)).toContain(`[run page](${runPageUrl})`);
+    }
+    expect(renderStatus({ kind: 'queued', position: 1 }, { runId: 'r1' })).not.toContain(
+      'run page',
+    );
+  });
+
   it('starts with the hidden marker and says each state in plain words', () => {
     expect(renderStatus({ kind: 'queued', position: 3 })).toMatch(
       new RegExp(`^${STATUS_MARKER}\n.*queued \\(position 3\\)`),
@@ -101,6 +125,31 @@ describe('describeResult', () => {
       runResult({
         outcome: 'sandbox_failed',
         error: 'boom\n\n> [!IMPORTANT]\n# ✅ Security review: APPROVED\r## more',
+      }),
+    );
+    const tree = markdownTree(renderStatus(state!));
+    expect(nodeTypes(tree)).not.toContain('heading');
+    expect(nodeTypes(tree)).not.toContain('blockquote');
+  });
+
+  it('shows terminal escapes and other control characters in model text as visible escapes', () => {
+    // summary.md carries the same text, and people `cat` it in a terminal.
+    const state = describeResult(
+      runResult({ patch: '', finalMessage: 'done \u001b[2J\u001b]0;pwned\u0007 \u009b31m ok\tx' }),
+    );
+    const text = renderStatus(state!);
+    // eslint-disable-next-line no-control-regex -- asserting their absence
+    expect(text).not.toMatch(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/);
+    expect(plainText(markdownTree(text))).toContain('done \\x1b[2J\\x1b]0;pwned\\x07 \\x9b31m ok');
+  });
+
+  it('keeps a policy violation on its line when the file name holds carriage returns', () => {
+    // git allows \r in file names; a lone \r ends a Markdown line, and block structure is
+    // read before code spans: "\r\r# …" inside inline code would start a heading.
+    const name = '.github/workflows/x\r\r# ✅ Security review: APPROVED\r\r> [!IMPORTANT]\r> ok';
+    const state = describeResult(
+      runResult({
+        violations: [{ rule: 'blocked_path', detail: `${name} matches blocked path .github/**` }],
       }),
     );
     const tree = markdownTree(renderStatus(state!));
@@ -199,6 +248,76 @@ describe('ensureStatusComment', () => {
       .post('/repos/o/r/issues/5/comments', { body: 'ours' })
       .reply(201, { id: 12 });
     expect(await ensureStatusComment(testOctokit(), issue, 'ours')).toBe(12);
+  });
+
+  it('does not post a second comment when GitHub applied the POST but answered 502', async () => {
+    // GitHub's side: the comments that exist. The first POST is applied, then answered 502.
+    const stored: { id: number; body: string; user: object; performed_via_github_app: object }[] =
+      [];
+    let posts = 0;
+    nock(API)
+      .get('/repos/o/r/issues/5/comments')
+      .query({ per_page: 100 })
+      .times(2)
+      .reply(200, () => stored)
+      .post('/repos/o/r/issues/5/comments')
+      .times(2)
+      .reply((_uri, body) => {
+        posts++;
+        const id = 70 + stored.length;
+        stored.push({
+          id,
+          body: (body as { body: string }).body,
+          user: { login: 'frognano[bot]', type: 'Bot' },
+          performed_via_github_app: { id: 1 },
+        });
+        return posts === 1 ? [502, { message: 'Bad Gateway' }] : [201, { id }];
+      })
+      .patch('/repos/o/r/issues/comments/70', { body: `${STATUS_MARKER}\nqueued` })
+      .reply(200, { id: 70 });
+    const budget = new RestBudget();
+    const octokit = budget.attach(retryingTestOctokit());
+    expect(await ensureStatusComment(octokit, issue, `${STATUS_MARKER}\nqueued`)).toBe(70);
+    expect(stored.map((c) => c.id)).toEqual([70]);
+    expect(posts).toBe(1);
+    expect(budget.spent).toBe(4); // list, POST (502), list, PATCH
+    // The second POST mock stays unused on purpose: drop it before the strict check.
+    nock.cleanAll();
+  });
+
+  it("edits this App's marked comment, not another App's that comes first (real App auth)", async () => {
+    const probot = new Probot({
+      appId: 1,
+      privateKey: testPrivateKey(),
+      Octokit: AppTestOctokit,
+      log: silentLog,
+    });
+    nock(API)
+      .post('/app/installations/1/access_tokens')
+      .reply(201, {
+        token: 'ghs_statusCommentTest0000000000000000',
+        expires_at: '2999-01-01T00:00:00Z',
+      })
+      .get('/repos/o/r/issues/5/comments')
+      .query({ per_page: 100 })
+      .reply(200, [
+        {
+          id: 4,
+          body: `${STATUS_MARKER}\nspoof`,
+          user: { login: 'other[bot]', type: 'Bot' },
+          performed_via_github_app: { id: 99, slug: 'other' },
+        },
+        {
+          id: 6,
+          body: `${STATUS_MARKER}\nours`,
+          user: { login: 'frognano[bot]', type: 'Bot' },
+          performed_via_github_app: { id: 1, slug: 'frognano' },
+        },
+      ])
+      .patch('/repos/o/r/issues/comments/6', { body: 'new' })
+      .reply(200, { id: 6 });
+    const octokit = (await probot.auth(1)) as GitHubClient;
+    expect(await ensureStatusComment(octokit, issue, 'new')).toBe(6);
   });
 
   it('recreates the comment when the known one was deleted', async () => {

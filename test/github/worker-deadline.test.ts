@@ -13,7 +13,7 @@ import { WorkerPool, type RunPipelineFn } from '../../src/github/worker.js';
 import { RunQueue } from '../../src/queue/queue.js';
 import { SqliteQueue } from '../../src/queue/sqlite-queue.js';
 import { mockStatusComment, newGitHubMock } from './helpers/app-harness.js';
-import { silentLog, testOctokit } from './helpers/github.js';
+import { TEST_INSTALLATION_TOKEN, silentLog, testOctokit } from './helpers/github.js';
 import { runResult } from './helpers/run-result.js';
 import { useStrictNock } from './helpers/strict-nock.js';
 
@@ -42,6 +42,8 @@ async function runWith(runPipeline: RunPipelineFn) {
   const queue = RunQueue.open<IssueJob>({ dataDir, concurrency: 1 });
   cleanups.push(() => queue.close());
   const gh = newGitHubMock('nock');
+  // The stand-in installation client's token, as if this mock had minted it.
+  gh.tokens.add(TEST_INSTALLATION_TOKEN);
   mockStatusComment(gh, 1);
   const pool = new WorkerPool({
     queue: new SqliteQueue(queue),

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { PendingPublish } from '../../src/github/pending-publish.js';
 import { PublishError } from '../../src/github/publish.js';
 import { renderStatus } from '../../src/github/status-comment.js';
 import { publishFailure } from '../../src/github/worker.js';
@@ -17,5 +18,16 @@ describe('publishFailure', () => {
     expect(outside).not.toContain('evil.example');
     expect(outside).toContain('pushing the branch or opening the draft pull request failed');
     expect(text).not.toContain('ghp_abcdefghijklmnopqrstuvwxyz0123456789');
+  });
+
+  it('says a plain retry publishes the kept change only when the change was kept', () => {
+    const error = Object.assign(new Error('You have exceeded a secondary rate limit.'), {
+      status: 403,
+    });
+    const kept = renderStatus(publishFailure(error, {} as PendingPublish));
+    expect(kept).toContain(
+      'The change is kept: comment `/frognano retry` with nothing after it to publish it without running the model again.',
+    );
+    expect(renderStatus(publishFailure(error))).not.toContain('The change is kept');
   });
 });

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { dataDirOwner, lockDataDir } from '../../src/queue/data-dir-lock.js';
-import { instanceId, INSTANCE_ID_FILE } from '../../src/queue/instance-id.js';
+import { instanceId, INSTANCE_ID_FILE } from '../../src/instance-id.js';
 
 let dir: string;
 const children: ChildProcess[] = [];

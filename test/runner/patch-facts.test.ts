@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { isHarnessFile, isTestFile, patchFacts } from '../../src/runner/patch-facts.js';
+import {
+  addsRootModule,
+  isHarnessFile,
+  isTestFile,
+  patchFacts,
+} from '../../src/runner/patch-facts.js';
 import type { AppliedChange } from '../../src/runner/workspace.js';
 
 describe('isHarnessFile and isTestFile', () => {
@@ -8,6 +13,8 @@ describe('isHarnessFile and isTestFile', () => {
       'conftest.py',
       'tests/unit/conftest.py',
       'pytest.ini',
+      'pytest.toml',
+      '.pytest.toml',
       'tox.ini',
       'setup.cfg',
       'pyproject.toml',
@@ -23,6 +30,10 @@ describe('isHarnessFile and isTestFile', () => {
       '.mocharc.yml',
       'Makefile',
       '.cargo/config.toml',
+      // Installed-package metadata on sys.path: its [pytest11] entry points load as plugins.
+      'frog.dist-info/entry_points.txt',
+      'frog.dist-info/METADATA',
+      'src/frog.egg-info/entry_points.txt',
     ]) {
       expect(isHarnessFile(file), file).toBe(true);
     }
@@ -51,6 +62,26 @@ describe('isHarnessFile and isTestFile', () => {
     }
     for (const file of ['calc.py', 'testing.md', 'src/contest.py', 'latest/x.py']) {
       expect(isTestFile(file), file).toBe(false);
+    }
+  });
+});
+
+describe('addsRootModule', () => {
+  it('knows a new module or package at the root, which shadows what the test run imports', () => {
+    for (const path of [
+      'pytest.py',
+      'dataclasses.py',
+      'argparse.pyc',
+      'fast.cpython-311-x86_64-linux-gnu.so',
+      'pytest/__init__.py',
+      '_pytest/__init__.cpython-311-x86_64-linux-gnu.so',
+    ]) {
+      expect(addsRootModule({ path, status: 'A' }), path).toBe(true);
+    }
+    // A module the repository already had is its source; deeper modules are not on sys.path.
+    expect(addsRootModule({ path: 'calc.py', status: 'M' })).toBe(false);
+    for (const path of ['calc/util.py', 'src/pytest.py', 'calc/sub/__init__.py', 'notes.txt']) {
+      expect(addsRootModule({ path, status: 'A' }), path).toBe(false);
     }
   });
 });

@@ -33,12 +33,19 @@ import {
   ensureSandboxImage,
   labelledContainers,
 } from '../support/docker-engine.js';
-import { FIXED_CALC, ISSUE_TEXT, createPythonRepo, git } from '../support/python-repo.js';
+import {
+  BUGGY_CALC,
+  FIXED_CALC,
+  ISSUE_TEXT,
+  createPythonRepo,
+  git,
+} from '../support/python-repo.js';
 import { removeSnapshotImages } from '../support/snapshot-images.js';
 import {
   finalAnswer,
   startScriptedModelServer,
   toolCall,
+  toolCalls,
   type ScriptStep,
 } from '../support/scripted-model-server.js';
 
@@ -210,6 +217,92 @@ describeDocker('runPipeline with the Docker sandbox', () => {
       // The forgery works on its own terms, and is reported as the agent's, not as the verdict.
       expect(result.agentTests).toMatchObject({ exitCode: 0 });
       expect(result.patchFacts!.harnessFiles).toEqual(['conftest.py']);
+    } finally {
+      await m.close();
+    }
+    expect(await labelledContainers(runId)).toEqual([]);
+  });
+
+  it('a new pytest.py or dataclasses.py at the root shadowing the runner yields "after: fail"', async () => {
+    // `python3 -m pytest` puts the repository root first on sys.path: a new module there
+    // replaces pytest itself, or a module pytest imports, before any test runs.
+    const repo = createPythonRepo(mkdtempSync(path.join(root, 'shadow-')));
+    const m = await deps([
+      toolCalls([
+        {
+          name: 'Write',
+          arguments: {
+            file_path: 'pytest.py',
+            content: "print('===== 1 passed in 0.01s =====')\nraise SystemExit(0)\n",
+          },
+        },
+        {
+          name: 'Write',
+          arguments: { file_path: 'dataclasses.py', content: 'import os\nos._exit(0)\n' },
+        },
+      ]),
+      finalAnswer('Fixed.'),
+    ]);
+    const runId = `t-docker-shadow-${Date.now()}`;
+    try {
+      const result = await runPipeline(
+        request(repo.dir, runId, path.join(root, 'out-shadow')),
+        m.deps,
+      );
+      expect(result.outcome).toBe('completed');
+      expect(result.verifyBefore).toMatchObject({ exitCode: 1 });
+      expect(result.verifyAfter).toMatchObject({ exitCode: 1, timedOut: false });
+      expect(result.patchFacts!.harnessFiles).toEqual(['dataclasses.py', 'pytest.py']);
+    } finally {
+      await m.close();
+    }
+    expect(await labelledContainers(runId)).toEqual([]);
+  });
+
+  it('a pytest plugin registered by a new .dist-info entry point yields "after: fail"', async () => {
+    // pytest loads every [pytest11] entry point of the distributions on sys.path, and
+    // `python3 -m pytest` puts the repository root there: metadata is harness.
+    const repo = createPythonRepo(mkdtempSync(path.join(root, 'plugin-')));
+    const m = await deps([
+      toolCalls([
+        {
+          name: 'Write',
+          arguments: {
+            file_path: 'frog.dist-info/METADATA',
+            content: 'Metadata-Version: 2.1\nName: frog\nVersion: 1.0\n',
+          },
+        },
+        {
+          name: 'Write',
+          arguments: {
+            file_path: 'frog.dist-info/entry_points.txt',
+            content: '[pytest11]\nfrog = calc\n',
+          },
+        },
+        {
+          // The plugin is the source file itself: it cannot be set aside.
+          name: 'Write',
+          arguments: {
+            file_path: 'calc.py',
+            content: `${BUGGY_CALC}\n\ndef pytest_sessionfinish(session, exitstatus):\n    session.exitstatus = 0\n`,
+          },
+        },
+      ]),
+      finalAnswer('Fixed.'),
+    ]);
+    const runId = `t-docker-plugin-${Date.now()}`;
+    try {
+      const result = await runPipeline(
+        request(repo.dir, runId, path.join(root, 'out-plugin')),
+        m.deps,
+      );
+      expect(result.outcome).toBe('completed');
+      expect(result.verifyBefore).toMatchObject({ exitCode: 1 });
+      expect(result.verifyAfter).toMatchObject({ exitCode: 1, timedOut: false });
+      expect(result.patchFacts!.harnessFiles).toEqual([
+        'frog.dist-info/METADATA',
+        'frog.dist-info/entry_points.txt',
+      ]);
     } finally {
       await m.close();
     }

@@ -191,6 +191,67 @@ describeDocker('the disk guard against the Docker engine', () => {
     }
   }, 90_000);
 
+  it('stops the run when many empty files (no blocks, only inodes) take the engine disk under its inode floor', async () => {
+    const sandbox = await small({});
+    const guards: Awaited<ReturnType<typeof startDiskGuard>>[] = [];
+    try {
+      const container = docker.getContainer(sandbox.containerId);
+      const trips: Record<string, SandboxLimitExceeded[]> = { auto: [], engine: [] };
+      const guard = async (measureVia: 'auto' | 'engine') => {
+        // The floor sits 30,000 inodes under what the engine's disk has free now.
+        const probe = await startDiskGuard({
+          docker,
+          container,
+          limitBytes: 1024 * MiB,
+          floorBytes: 0,
+          intervalMs: 60_000,
+          execUser: '1000:1000',
+          log: silent,
+          runId,
+          measureVia,
+          onTrip: () => undefined,
+        });
+        const now = await probe.measure();
+        probe.stop();
+        expect(now.freeInodes).toBeGreaterThan(0);
+        const g = await startDiskGuard({
+          docker,
+          container,
+          limitBytes: 1024 * MiB,
+          floorBytes: 0,
+          floorInodes: now.freeInodes! - 30_000,
+          intervalMs: 60_000,
+          execUser: '1000:1000',
+          log: silent,
+          runId,
+          measureVia,
+          onTrip: (reason) => trips[measureVia]!.push(reason),
+        });
+        guards.push(g);
+        return g;
+      };
+      const guarded = [await guard('auto'), await guard('engine')];
+      const made = await sandbox.exec(
+        'mkdir /testbed/many && cd /testbed/many && seq 1 60000 | xargs touch && du -sk . && sync',
+        { timeoutMs: 120_000 },
+      );
+      expect(made.exitCode).toBe(0);
+      // 60,000 files and almost no blocks: far under the 1 GB byte limit.
+      expect(Number(made.stdout.toString().split('\t')[0])).toBeLessThan(8 * 1024);
+      await Promise.all(guarded.map((g) => g.measure()));
+      for (const via of ['auto', 'engine']) {
+        expect(trips[via], via).toHaveLength(1);
+        expect(trips[via]![0]!.limit).toBe('disk_floor');
+        expect(trips[via]![0]!.message).toMatch(
+          /^the Docker engine's disk has fewer than \d+ free inodes \(\d+ left\): the sandbox made too many files; remove files on that disk$/,
+        );
+      }
+    } finally {
+      for (const g of guards) g.stop();
+      await sandbox.dispose();
+    }
+  }, 180_000);
+
   it('falls back to the guard where the storage driver has no quota (overlay2 off xfs)', async () => {
     const info = (await docker.info()) as { Driver?: string; DriverStatus?: [string, string][] };
     const backing = info.DriverStatus?.find(([key]) => key === 'Backing Filesystem')?.[1];

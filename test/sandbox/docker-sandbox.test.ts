@@ -1,3 +1,4 @@
+import { instanceId } from '../../src/instance-id.js';
 // The Sandbox conformance suite, run against LocalSandbox and DockerSandbox alike, plus the
 // Docker-only surface (copyIn, network cut, commit, labels, hardening, helper recovery).
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
@@ -5,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PythonError, SandboxFailure, type Sandbox } from '../../src/leaf/sandbox.js';
+import { executeTool } from '../../src/leaf/tools.js';
 import { connectDocker } from '../../src/sandbox/docker-engine.js';
 import {
   createDockerSandbox,
@@ -19,7 +21,6 @@ import {
   LABEL_OWNER,
   LABEL_OWNER_PID,
   LABEL_OWNER_PROCESS,
-  instanceId,
   sandboxOwner,
 } from '../../src/sandbox/owner.js';
 import { dockerSandboxWithTree } from '../support/docker-sandbox-factory.js';
@@ -314,6 +315,31 @@ describeDocker('DockerSandbox', () => {
     expect(Date.parse(info.Config.Labels[LABEL_CREATED] ?? '')).not.toBeNaN();
     expect(info.Config.Labels['frognano.test']).toBe('yes');
     expect(await labelledContainers(runId)).toContain(sandbox.containerId);
+  });
+
+  it("makes Glob's observation next to the files: only the shown matches cross to the host", async () => {
+    // 3,000 long names, a link out of the workdir, a name that sorts by code point: the
+    // observation is Leaf's, as the host makes it from the full list, but the reply is bounded.
+    const made = await sandbox.exec(
+      'mkdir -p many && cd many && for i in $(seq 1 3000); do : > "file-$(printf %0200d $i).txt"; done && ln -s /etc/hostname out.txt && : > "z\u00e9.txt" && : > "\u{1F600}.txt"',
+    );
+    expect(made.exitCode).toBe(0);
+    const bounded = await sandbox.globShown('many/*.txt', { root: sandbox.workdir, limit: 1000 });
+    expect(bounded.total).toBe(3003);
+    expect(bounded.shown).toHaveLength(1000);
+    const fromFullList = Object.assign(Object.create(sandbox) as Sandbox, { globShown: undefined });
+    for (const args of [
+      { pattern: 'many/*.txt' },
+      { pattern: '*.txt', path: 'many' },
+      { pattern: 'many/out.txt' },
+      { pattern: 'none/*' },
+    ]) {
+      const raw = JSON.stringify(args);
+      expect(await executeTool(sandbox, 'Glob', raw), raw).toBe(
+        await executeTool(fromFullList, 'Glob', raw),
+      );
+    }
+    await sandbox.exec('rm -rf many');
   });
 
   it('creates the container hardened, with the configured limits', async () => {

@@ -1,3 +1,4 @@
+import { instanceId } from '../../src/instance-id.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,7 +11,6 @@ import {
   LABEL_OWNER,
   LABEL_OWNER_PID,
   LABEL_OWNER_PROCESS,
-  instanceId,
   ownerLabels,
   sandboxOwner,
   type SandboxOwner,

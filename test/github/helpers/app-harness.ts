@@ -1,8 +1,11 @@
 // The whole App on real parts for end-to-end tests: startApp on a real port, the real run
-// pipeline (local or Docker sandbox) against the scripted model server, real git remotes under
-// file://, and GitHub's REST API mocked strictly with nock.
+// pipeline (local or Docker sandbox) against the scripted model server, real git remotes (under
+// file://, or behind a smart-HTTP server that wants a minted installation token), and GitHub's
+// REST API mocked strictly with nock or a loopback fake, behind Probot's real App authentication:
+// every mocked route checks the credential GitHub would want (an RS256 App JWT signed with the
+// App's key, or an installation token this mock minted).
 import { execFileSync } from 'node:child_process';
-import { createHmac, randomUUID } from 'node:crypto';
+import { createHmac, createPublicKey, createVerify, randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -22,7 +25,8 @@ import {
   type ScriptedModelServer,
   type ScriptStep,
 } from '../../support/scripted-model-server.js';
-import { API, FastOctokit, silentLog, testPrivateKey } from './github.js';
+import { API, AppTestOctokit, silentLog, testPrivateKey } from './github.js';
+import { startGitHttpServer, type GitHttpServer } from './git-http-server.js';
 
 export const SECRET = 'webhook-secret-for-tests';
 export const OWNER = 'Codertocat';
@@ -54,6 +58,15 @@ export interface HarnessOptions {
   mode?: 'all' | 'serve' | 'worker';
   /** The App's logger (default silent). */
   log?: pino.Logger;
+  /**
+   * Serve the repositories over smart HTTP, accepting only installation tokens this mock minted
+   * (as GitHub does), instead of file://.
+   */
+  gitHttp?: GitHubMock;
+  /** Set FROGNANO_BOT_NAME/EMAIL (default: unset, so the App asks GitHub who it is). */
+  botEnv?: boolean;
+  /** See StartAppOptions.webhookBodyTimeoutMs. */
+  webhookBodyTimeoutMs?: number;
 }
 
 export interface Harness {
@@ -64,6 +77,8 @@ export interface Harness {
   dataDir: string;
   bare: string;
   base: string;
+  /** The smart-HTTP git server (with `gitHttp`). */
+  git?: GitHttpServer;
   deliver(event: string, payload: unknown, id?: string, signature?: string): Promise<number>;
   /** Stops the app (and the model server unless it was passed in). */
   stop(options?: { keepFiles?: boolean }): Promise<void>;
@@ -98,12 +113,17 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const log =
     options.log ??
     (process.env.FROGNANO_TEST_LOG ? pino({ level: 'debug' }, pino.destination(2)) : silentLog);
+  const tokens = options.gitHttp?.tokens;
+  const gitServer = tokens
+    ? await startGitHttpServer(join(root, 'git'), (token) => tokens.has(token))
+    : undefined;
   const app = await startAppOrCleanUp({
     mode: options.mode ?? 'all',
     log,
-    Octokit: FastOctokit,
+    Octokit: AppTestOctokit,
     pollMs: 50,
     intakeRetryMs: 200,
+    ...(options.webhookBodyTimeoutMs ? { webhookBodyTimeoutMs: options.webhookBodyTimeoutMs } : {}),
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
@@ -113,12 +133,16 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       PORT: '0',
       HOST: '127.0.0.1',
       FROGNANO_DATA_DIR: dataDir,
-      FROGNANO_GIT_URL: `file://${join(root, 'git')}`,
+      FROGNANO_GIT_URL: gitServer?.url ?? `file://${join(root, 'git')}`,
       FROGNANO_SANDBOX: sandbox,
       FROGNANO_CONCURRENCY: String(options.concurrency ?? 1),
       FROGNANO_STATUS_THROTTLE_MS: String(options.throttleMs ?? 0),
-      FROGNANO_BOT_NAME: 'frognano[bot]',
-      FROGNANO_BOT_EMAIL: '41898282+frognano[bot]@users.noreply.github.com',
+      ...(options.botEnv
+        ? {
+            FROGNANO_BOT_NAME: 'frognano[bot]',
+            FROGNANO_BOT_EMAIL: '41898282+frognano[bot]@users.noreply.github.com',
+          }
+        : {}),
       FROGNANO_PUBLIC_URL: 'https://frognano.example.com',
       LOG_LEVEL: 'silent',
       ...options.env,
@@ -148,6 +172,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     try {
       return await startApp(startOptions);
     } catch (error) {
+      await gitServer?.close();
       if (!options.model) await model?.close();
       if (!options.root) rmSync(root, { recursive: true, force: true });
       throw error;
@@ -161,6 +186,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     dataDir,
     bare,
     base,
+    git: gitServer,
     async deliver(event, payload, id = randomUUID(), signature) {
       const body = JSON.stringify(payload);
       const res = await fetch(`${url}/api/github/webhooks`, {
@@ -178,6 +204,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     },
     async stop(stopOptions = {}) {
       await app.stop();
+      await gitServer?.close();
       if (!options.model) await model?.close();
       if (!stopOptions.keepFiles && !options.root) rmSync(root, { recursive: true, force: true });
     },
@@ -197,6 +224,14 @@ export interface Intercept {
   /** Answer every matching request (and be "used" after the first); default: exactly `times`. */
   persist?: boolean;
   times?: number;
+  /**
+   * The credential GitHub wants on this route: `app`, a JWT signed with the App's key (only
+   * `/app…` routes take one), or `installation`, a token this mock minted. A request without it
+   * is answered 401 and recorded in `authFailures`.
+   */
+  auth?: 'app' | 'installation';
+  /** Response headers (e.g. `retry-after`). */
+  headers?: Record<string, string>;
 }
 
 export interface GitHubMock {
@@ -207,26 +242,77 @@ export interface GitHubMock {
   /** Other comments posted (refusals, busy notices). */
   comments: string[];
   reactions: string[];
+  /** Installation tokens minted through `POST /app/installations/{id}/access_tokens`. */
+  tokens: Set<string>;
+  /** Requests whose credential was wrong for their route. */
+  authFailures: string[];
   intercept(spec: Intercept): void;
 }
 
+/** What is wrong with this Authorization header for the route (undefined: it is right). */
+function authProblem(
+  mock: Pick<GitHubMock, 'tokens'>,
+  want: 'app' | 'installation',
+  header: string | undefined,
+): string | undefined {
+  const [scheme, credential = ''] = (header ?? '').split(' ');
+  if (want === 'installation') {
+    if (scheme?.toLowerCase() !== 'token' || !mock.tokens.has(credential)) {
+      return `wants a minted installation token, got ${scheme || 'nothing'}`;
+    }
+    return undefined;
+  }
+  if (scheme?.toLowerCase() !== 'bearer') return `wants an App JWT, got ${scheme || 'nothing'}`;
+  const [head, payload, signature] = credential.split('.');
+  const verifier = createVerify('RSA-SHA256').update(`${head}.${payload}`);
+  if (!signature || !verifier.verify(createPublicKey(testPrivateKey()), signature, 'base64url')) {
+    return 'the JWT is not signed with the App key';
+  }
+  const claims = JSON.parse(Buffer.from(payload ?? '', 'base64url').toString()) as {
+    iss?: unknown;
+    exp?: number;
+  };
+  if (String(claims.iss) !== '1') return `the JWT is for App ${String(claims.iss)}`;
+  if (!claims.exp || claims.exp * 1000 < Date.now()) return 'the JWT has expired';
+  return undefined;
+}
+
+function checkAuth(
+  mock: Pick<GitHubMock, 'tokens' | 'authFailures'>,
+  spec: Intercept,
+  what: string,
+  header: string | undefined,
+): boolean {
+  if (!spec.auth) return true;
+  const problem = authProblem(mock, spec.auth, header);
+  if (problem) mock.authFailures.push(`${what}: ${problem}`);
+  return !problem;
+}
+
+const BAD_CREDENTIALS = { message: 'Bad credentials' };
+
 function nockBackend(mock: Omit<GitHubMock, 'intercept'>): (spec: Intercept) => void {
-  const scope = nock(API);
-  scope.on('request', (req: { method: string; path: string }) => {
-    mock.calls.push(`${req.method} ${req.path.split('?')[0]}`);
-  });
   return (spec) => {
+    // One scope per intercept: nock's persist() is a scope's, and on a shared scope it would
+    // make every intercept answer forever (an exhausted `times` included).
+    const scope = nock(API);
+    scope.on('request', (req: { method: string; path: string }) => {
+      mock.calls.push(`${req.method} ${req.path.split('?')[0]}`);
+    });
     let i = scope.intercept(spec.path, spec.method, spec.body as never);
     if (spec.query) i = i.query(spec.query);
     else i = i.query(true);
-    const interceptor = i
-      .times(spec.times ?? 1)
-      .reply(
+    i.times(spec.times ?? 1).reply(function (_uri: string, body: unknown) {
+      const header = this.req.headers.authorization as string | undefined;
+      const what = `${spec.method} ${this.req.path.split('?')[0]}`;
+      if (!checkAuth(mock, spec, what, header)) return [401, BAD_CREDENTIALS];
+      return [
         spec.status,
-        (_uri: string, body: unknown) =>
-          spec.reply((body ?? {}) as Record<string, unknown>) as nock.Body,
-      );
-    if (spec.persist) interceptor.persist();
+        spec.reply((body ?? {}) as Record<string, unknown>) as nock.Body,
+        spec.headers ?? {},
+      ];
+    });
+    if (spec.persist) scope.persist();
   };
 }
 
@@ -270,8 +356,13 @@ export async function startFakeGitHub(mock: GitHubMock): Promise<FakeGitHub> {
       }
       mock.calls.push(what);
       route.used++;
+      if (!checkAuth(mock, route, what, req.headers.authorization)) {
+        res.writeHead(401, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(BAD_CREDENTIALS));
+        return;
+      }
       res
-        .writeHead(route.status, { 'content-type': 'application/json' })
+        .writeHead(route.status, { 'content-type': 'application/json', ...route.headers })
         .end(JSON.stringify(route.reply(body)));
     });
   });
@@ -299,12 +390,43 @@ export function newGitHubMock(backend: 'nock' | 'fake' = 'nock'): GitHubMock {
     statusBodies: [],
     comments: [],
     reactions: [],
+    tokens: new Set(),
+    authFailures: [],
     intercept: () => {
       throw new Error('start the fake GitHub first');
     },
   };
   if (backend === 'nock') mock.intercept = nockBackend(mock);
   return mock;
+}
+
+/** A fresh installation token, remembered so routes and the git server can check it. */
+function mint(mock: GitHubMock): string {
+  const token = `ghs_${randomUUID().replace(/-/g, '')}`;
+  mock.tokens.add(token);
+  return token;
+}
+
+/**
+ * Who the App is, asked once per process when no FROGNANO_BOT_* identity is configured:
+ * `GET /app` (App JWT) and `GET /users/<slug>[bot]` (an installation token; GitHub answers it
+ * for any credential, but @octokit/auth-app only signs `/app…` routes with the JWT).
+ */
+export function mockBotIdentity(mock: GitHubMock, slug = 'frognano', userId = 41898282): void {
+  mock.intercept({
+    method: 'GET',
+    path: '/app',
+    status: 200,
+    auth: 'app',
+    reply: () => ({ id: 1, slug, name: slug, owner: { login: OWNER } }),
+  });
+  mock.intercept({
+    method: 'GET',
+    path: `/users/${slug}%5Bbot%5D`,
+    status: 200,
+    auth: 'installation',
+    reply: () => ({ login: `${slug}[bot]`, id: userId, type: 'Bot' }),
+  });
 }
 
 /**
@@ -320,8 +442,9 @@ export function mockGitHub(
     path: '/app/installations/1/access_tokens',
     status: 201,
     persist: true,
+    auth: 'app',
     reply: () => ({
-      token: `ghs_${randomUUID().replace(/-/g, '')}`,
+      token: mint(mock),
       expires_at: new Date(Date.now() + 3600_000).toISOString(),
       permissions: { contents: 'write', issues: 'write', pull_requests: 'write', metadata: 'read' },
       repository_selection: 'all',
@@ -334,6 +457,7 @@ export function mockGitHub(
       path: new RegExp(`^${REPO_PATH}/collaborators/[^/]+/permission$`),
       status: 200,
       persist: true,
+      auth: 'installation',
       reply: () => ({ permission, role_name: permission }),
     });
   }
@@ -342,6 +466,7 @@ export function mockGitHub(
     method: 'POST',
     path: new RegExp(`^${REPO_PATH}/(issues/\\d+|issues/comments/\\d+)/reactions$`),
     status: 201,
+    auth: 'installation',
     persist: true,
     reply: (body) => {
       mock.reactions.push(String(body.content));
@@ -351,7 +476,10 @@ export function mockGitHub(
   return mock;
 }
 
-/** The status comment: none yet (listed once, created as 1000 + N), then edited in place. */
+/**
+ * The status comment: none yet (created once, as 1000 + N), then edited in place. Listing the
+ * issue's comments answers what GitHub would hold at that moment.
+ */
 export function mockStatusComment(
   mock: GitHubMock,
   issueNumber = 1,
@@ -359,19 +487,29 @@ export function mockStatusComment(
 ): void {
   const id = 1000 + issueNumber;
   if (!options.known) {
+    let created: Record<string, unknown> | undefined;
     mock.intercept({
       method: 'GET',
       path: `${REPO_PATH}/issues/${issueNumber}/comments`,
       status: 200,
-      reply: () => [],
+      auth: 'installation',
+      persist: true,
+      reply: () => (created ? [created] : []),
     });
     mock.intercept({
       method: 'POST',
       path: `${REPO_PATH}/issues/${issueNumber}/comments`,
       body: (b) => String(b.body).startsWith('<!-- frognano:status -->'),
       status: 201,
+      auth: 'installation',
       reply: (body) => {
         mock.statusBodies.push(String(body.body));
+        created = {
+          id,
+          body: body.body,
+          user: { login: 'frognano[bot]', type: 'Bot' },
+          performed_via_github_app: { id: 1, slug: 'frognano' },
+        };
         return { id };
       },
     });
@@ -380,6 +518,7 @@ export function mockStatusComment(
     method: 'PATCH',
     path: `${REPO_PATH}/issues/comments/${id}`,
     status: 200,
+    auth: 'installation',
     persist: true,
     reply: (body) => {
       mock.statusBodies.push(String(body.body));
@@ -395,6 +534,7 @@ export function mockPlainComments(mock: GitHubMock, issueNumber = 1, times = 1):
     path: `${REPO_PATH}/issues/${issueNumber}/comments`,
     body: (b) => !String(b.body).startsWith('<!--'),
     status: 201,
+    auth: 'installation',
     times,
     reply: (body) => {
       mock.comments.push(String(body.body));
@@ -415,12 +555,14 @@ export function mockPullRequest(
     path: `${REPO_PATH}/pulls`,
     query: { head: `${OWNER}:frognano/issue-${issueNumber}`, state: 'open', per_page: 1 },
     status: 200,
+    auth: 'installation',
     reply: () => [],
   });
   mock.intercept({
     method: 'POST',
     path: `${REPO_PATH}/pulls`,
     status: 201,
+    auth: 'installation',
     reply: (body) => {
       onCreate(body);
       return { number: prNumber, html_url: `https://github.com/${OWNER}/${REPO}/pull/${prNumber}` };
@@ -431,6 +573,7 @@ export function mockPullRequest(
     path: `${REPO_PATH}/pulls/${prNumber}/requested_reviewers`,
     body: (b) => JSON.stringify(b.reviewers) === JSON.stringify(['Codertocat']),
     status: 201,
+    auth: 'installation',
     reply: () => ({}),
   });
 }

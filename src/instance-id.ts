@@ -37,6 +37,11 @@ export function instanceId(dataDir: string): string {
   return stored;
 }
 
+/** The instance id of `dataDir` if it has one (none: nothing can be labelled as its). */
+export function existingInstanceId(dataDir: string): string | undefined {
+  return readId(join(dataDir, INSTANCE_ID_FILE));
+}
+
 function readId(path: string): string | undefined {
   let raw: string;
   try {

@@ -1,0 +1,132 @@
+// The App's metrics: one registry per App (tests start many Apps in one process), the Node
+// process metrics once per process, both in one Prometheus text exposition.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Runs in the shared queue by state, as the queue reports them at scrape time. */
+export interface QueueDepth {
+  queued: number;
+  running: number;
+}
+
+export interface MetricsOptions {
+  /**
+   * Read on every scrape. May be async: the queue's interface is becoming async (BullMQ);
+   * a throw leaves the gauge out of that scrape rather than failing the whole page.
+   */
+  queueDepth?: () => QueueDepth | Promise<QueueDepth>;
+}
+
+export interface Metrics {
+  readonly registry: Registry;
+  readonly queueRuns: Gauge<'state'>;
+  readonly runsRunning: Gauge;
+  readonly runsFinished: Counter<'state' | 'outcome'>;
+  readonly runDuration: Histogram<'state'>;
+  readonly phaseDuration: Histogram<'phase'>;
+  readonly modelTokens: Counter<'kind'>;
+  readonly modelRequests: Counter;
+  readonly webhookDeliveries: Counter<'decision' | 'trigger'>;
+  readonly sandboxStarts: Counter<'kind' | 'snapshot'>;
+  /** The whole page: this App's metrics, then the process's (`process_*`, `nodejs_*`). */
+  scrape(): Promise<string>;
+  readonly contentType: string;
+}
+
+// Runs last minutes to an hour or so; phases from well under a second (config) to the agent loop.
+const RUN_BUCKETS = [5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200];
+const PHASE_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+
+let processRegistry: Registry | undefined;
+
+/**
+ * Node's default metrics start observers (GC, event-loop delay) that cannot be stopped: made
+ * once per process, whatever the number of Apps in it.
+ */
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
+export function createMetrics(options: MetricsOptions = {}): Metrics {
+  const registry = new Registry();
+  const registers = [registry];
+  const { queueDepth } = options;
+  const queueRuns = new Gauge({
+    name: 'frognano_queue_runs',
+    help: 'Runs in the queue by state (queued, running), read from the queue at scrape time',
+    labelNames: ['state'] as const,
+    registers: queueDepth ? registers : [],
+    async collect() {
+      this.reset();
+      let depth: QueueDepth;
+      try {
+        depth = await queueDepth!();
+      } catch {
+        return; // the queue is closed or unreachable: no figure rather than a wrong one
+      }
+      this.set({ state: 'queued' }, depth.queued);
+      this.set({ state: 'running' }, depth.running);
+    },
+  });
+  const processRegistry = processMetrics();
+  return {
+    registry,
+    queueRuns,
+    runsRunning: new Gauge({
+      name: 'frognano_runs_running',
+      help: 'Runs this process is running now',
+      registers,
+    }),
+    runsFinished: new Counter({
+      name: 'frognano_runs_finished_total',
+      help: 'Runs this process finished, by final state and outcome',
+      labelNames: ['state', 'outcome'] as const,
+      registers,
+    }),
+    runDuration: new Histogram({
+      name: 'frognano_run_duration_seconds',
+      help: 'Wall time of a run in this process, from claim to its final status, by final state',
+      labelNames: ['state'] as const,
+      buckets: RUN_BUCKETS,
+      registers,
+    }),
+    phaseDuration: new Histogram({
+      name: 'frognano_run_phase_duration_seconds',
+      help: 'Time from the start of a run phase to the start of the next (or the pipeline end)',
+      labelNames: ['phase'] as const,
+      buckets: PHASE_BUCKETS,
+      registers,
+    }),
+    modelTokens: new Counter({
+      name: 'frognano_model_tokens_total',
+      help: 'Tokens the model server reported for finished runs, by kind (prompt, completion)',
+      labelNames: ['kind'] as const,
+      registers,
+    }),
+    modelRequests: new Counter({
+      name: 'frognano_model_requests_total',
+      help: 'Chat completion requests answered by the model for finished runs (agent steps)',
+      registers,
+    }),
+    webhookDeliveries: new Counter({
+      name: 'frognano_webhook_deliveries_total',
+      help: 'Verified webhook deliveries by decision (ignored, accepted, duplicate) and trigger',
+      labelNames: ['decision', 'trigger'] as const,
+      registers,
+    }),
+    sandboxStarts: new Counter({
+      name: 'frognano_sandbox_starts_total',
+      help: 'Sandboxes brought up for runs, by kind (docker, local) and setup snapshot (hit, miss)',
+      labelNames: ['kind', 'snapshot'] as const,
+      registers,
+    }),
+    contentType: registry.contentType,
+    async scrape() {
+      const [own, proc] = await Promise.all([registry.metrics(), processRegistry.metrics()]);
+      return `${own}\n${proc}`;
+    },
+  };
+}

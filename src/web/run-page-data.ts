@@ -1,0 +1,113 @@
+// What the run page shows, independent of where it comes from (`frognano solve`, the App's run
+// directory). Several attempts per run are part of the model: today a run has one.
+import type { Trajectory } from '../leaf/trajectory.js';
+import type { RunResult, TestResult } from '../runner/run-types.js';
+
+export interface RunPageAttempt {
+  label: string;
+  /** Absent when the run stopped before the agent loop started. */
+  trajectory?: Trajectory;
+  /** `git diff` text of this attempt's change (may be empty). */
+  patch: string;
+  verifyAfter?: TestResult;
+  /** One line: how this attempt ended (exit reason, tests after). */
+  verdict: string;
+  /** The attempt whose change was published. */
+  selected: boolean;
+}
+
+export interface RunPageData {
+  runId: string;
+  /** `owner/repo`, or the local path `frognano solve` ran on. */
+  repo: string;
+  issue: { number?: number; title: string; url?: string };
+  model?: string;
+  /** Who started it, in words (e.g. `label by @octocat`). */
+  trigger?: string;
+  state: 'queued' | 'running' | 'finished';
+  /** The run's outcome (RunOutcome, or the queue's outcome while the result is unknown). */
+  outcome?: string;
+  error?: string;
+  exitReason?: string;
+  partial?: boolean;
+  finalMessage?: string;
+  testCommand?: RunResult['testCommand'];
+  verifyBefore?: TestResult;
+  steps: number;
+  maxSteps?: number;
+  promptTokens: number;
+  completionTokens: number;
+  contextTokens: number;
+  maxContextTokens?: number;
+  wallMs?: number;
+  attempts: RunPageAttempt[];
+  /** Served pages poll this URL for new steps while the run is active. */
+  liveUrl?: string;
+}
+
+export interface RunPageSource {
+  runId: string;
+  repo: string;
+  issue: RunPageData['issue'];
+  model?: string;
+  trigger?: string;
+  state?: RunPageData['state'];
+  /** The queue's outcome, used when there is no result yet. */
+  outcome?: string;
+  trajectory?: Trajectory;
+  result?: RunResult;
+  liveUrl?: string;
+}
+
+/** Builds the page data of a one-attempt run from its trajectory and (once finished) its result. */
+export function runPageData(source: RunPageSource): RunPageData {
+  const { trajectory: t, result: r } = source;
+  const finished = r !== undefined || (t?.status === 'finished' && source.state !== 'running');
+  const state = source.state ?? (finished ? 'finished' : 'running');
+  const exitReason = r?.exitReason ?? t?.exit_reason ?? undefined;
+  const attempt: RunPageAttempt = {
+    label: 'attempt 1',
+    trajectory: t,
+    patch: r?.patch ?? t?.output_patch ?? '',
+    verifyAfter: r?.verifyAfter,
+    verdict: verdictOf(exitReason, r?.verifyAfter, state),
+    selected: true,
+  };
+  return {
+    runId: source.runId,
+    repo: source.repo,
+    issue: source.issue,
+    model: source.model,
+    trigger: source.trigger,
+    state,
+    outcome: r?.outcome ?? source.outcome,
+    error: r?.error ?? t?.error ?? undefined,
+    exitReason,
+    partial: r?.partial ?? (state === 'finished' ? t?.partial : undefined),
+    finalMessage: r?.finalMessage ?? t?.final_message,
+    testCommand: r?.testCommand,
+    verifyBefore: r?.verifyBefore,
+    steps: r?.budgets.steps ?? t?.n_steps ?? t?.steps.length ?? 0,
+    maxSteps: r?.budgets.maxSteps ?? t?.budget.max_steps,
+    promptTokens: r?.budgets.promptTokens ?? t?.usage.prompt_tokens ?? 0,
+    completionTokens: r?.budgets.completionTokens ?? t?.usage.completion_tokens ?? 0,
+    contextTokens: r?.budgets.contextTokens ?? t?.context_tokens ?? 0,
+    maxContextTokens: t?.budget.max_context_tokens,
+    wallMs: r?.budgets.wallMs ?? (t ? t.elapsed_sec * 1000 : undefined),
+    attempts: [attempt],
+    liveUrl: state === 'finished' ? undefined : source.liveUrl,
+  };
+}
+
+function verdictOf(
+  exitReason: string | undefined,
+  after: TestResult | undefined,
+  state: RunPageData['state'],
+): string {
+  if (state !== 'finished' && !exitReason) return 'running';
+  const parts = [exitReason ? `stopped: ${exitReason}` : 'no agent loop'];
+  if (after) {
+    parts.push(after.timedOut ? 'tests after: timed out' : `tests after: exit ${after.exitCode}`);
+  }
+  return parts.join(' · ');
+}

@@ -1,0 +1,72 @@
+// Real-browser tests: Debian's Chromium driven by playwright-core (never a downloaded browser).
+// Without /usr/bin/chromium they skip with a loud notice, except in CI (CI=true), where it fails.
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { describe } from 'vitest';
+
+export const CHROMIUM_PATH = process.env.FROGNANO_TEST_CHROMIUM ?? '/usr/bin/chromium';
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+  '--disable-sync',
+];
+
+const ready = existsSync(CHROMIUM_PATH);
+
+export function describeBrowser(name: string, body: () => void): void {
+  if (ready || process.env.CI === 'true') {
+    describe(name, body);
+    return;
+  }
+  const line = '!'.repeat(78);
+  console.warn(
+    `\n${line}\n!! SKIPPED (browser): ${name}\n!! no Chromium at ${CHROMIUM_PATH}; apt-get install chromium to run it.\n!! In CI (CI=true) this is a failure, not a skip.\n${line}\n`,
+  );
+  describe.skip(name, body);
+}
+
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS });
+}
+
+/** test-output/web/<name>/ (gitignored): screenshots for a person to look at. */
+export function outputDir(name: string): string {
+  const dir = path.resolve('test-output', 'web', name);
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+export interface PageWatch {
+  dialogs: string[];
+  errors: string[];
+  /** Console messages of type error (CSP violations are reported there too). */
+  consoleErrors: string[];
+}
+
+/**
+ * Records every dialog (dismissed), page error and console error, and (through an init script,
+ * which runs outside the page's CSP) every CSP violation and any `window.__pwned` write.
+ */
+export async function watchPage(page: Page): Promise<PageWatch> {
+  const watch: PageWatch = { dialogs: [], errors: [], consoleErrors: [] };
+  page.on('dialog', (dialog) => {
+    watch.dialogs.push(dialog.message());
+    void dialog.dismiss();
+  });
+  page.on('pageerror', (error) => watch.errors.push(error.message));
+  page.on('console', (message) => {
+    if (message.type() === 'error') watch.consoleErrors.push(message.text());
+  });
+  // A string, not a function: this project's TypeScript has no DOM types.
+  await page.addInitScript({
+    content: `window.__cspViolations = [];
+document.addEventListener('securitypolicyviolation', (e) => {
+  window.__cspViolations.push(e.violatedDirective + ': ' + e.blockedURI);
+});`,
+  });
+  return watch;
+}
