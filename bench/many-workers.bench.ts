@@ -21,6 +21,7 @@ import {
   sign,
   startFakeGitHub,
 } from '../test/github/helpers/app-harness.js';
+import { testPrivateKey } from '../test/github/helpers/github.js';
 import { labeledPayload } from '../test/github/helpers/payloads.js';
 import { createPythonRepo } from '../test/support/python-repo.js';
 import {
@@ -80,7 +81,12 @@ export default async function run(): Promise<void> {
     const child = spawn(process.execPath, ['--import', 'tsx', NODE, ...args], {
       stdio: ['ignore', 'pipe', 'inherit'],
       // The default lock: on a loaded machine a worker must not be thought lost mid-run.
-      env: { ...process.env, FROGNANO_LOST_WORKER_SECONDS: '30' },
+      env: {
+        ...process.env,
+        FROGNANO_LOST_WORKER_SECONDS: '30',
+        // The fake checks the App's JWTs against this process's key.
+        TEST_APP_PRIVATE_KEY: testPrivateKey(),
+      },
     });
     children.push(child);
     const line = await new Promise<string>((resolve, reject) => {

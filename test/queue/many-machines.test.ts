@@ -26,6 +26,7 @@ import {
   type FakeGitHub,
   type GitHubMock,
 } from '../github/helpers/app-harness.js';
+import { testPrivateKey } from '../github/helpers/github.js';
 import { commentPayload, labeledPayload } from '../github/helpers/payloads.js';
 import { createPythonRepo } from '../support/python-repo.js';
 import { startOwnRedis, type OwnRedis } from '../support/redis-server.js';
@@ -143,7 +144,12 @@ async function startCluster(
       ],
       {
         stdio: ['ignore', 'pipe', 'inherit'],
-        env: { ...process.env, FROGNANO_LOST_WORKER_SECONDS: options.lostWorkerSeconds ?? '3' },
+        env: {
+          ...process.env,
+          FROGNANO_LOST_WORKER_SECONDS: options.lostWorkerSeconds ?? '3',
+          // The fake checks the App's JWTs against this process's key.
+          TEST_APP_PRIVATE_KEY: testPrivateKey(),
+        },
       },
     );
     children.add(child);

@@ -16,7 +16,10 @@ const harness = await startHarness({
   modelUrl,
   throttleMs: 0,
   concurrency: Number(concurrency),
+  botEnv: true,
   env: {
+    // Several workers on one host: no metrics servers fighting over one port.
+    FROGNANO_METRICS_PORT: '0',
     GITHUB_API_URL: githubUrl,
     FROGNANO_REDIS_URL: redisUrl,
     FROGNANO_REDIS_PREFIX: prefix,
