@@ -4,7 +4,8 @@
 // CPU-bound shell command). GitHub's API is a fake on loopback; throttling and retries stay on,
 // as in production. Baseline in the same run: a bare node:http server that reads the body and
 // answers 200 - the floor of HTTP on this machine.
-// Targets: p99 acknowledgement at most 200 ms; at least 100 deliveries/s sustained.
+// Targets: p99 acknowledgement at most 200 ms; at least 100 deliveries/s sustained. Measured
+// with the embedded SQLite queue, then with BullMQ on Redis (a key prefix of its own).
 import { execFileSync } from 'node:child_process';
 import { createHmac, generateKeyPairSync, randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -14,6 +15,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
+import { Redis } from 'ioredis';
 import pino from 'pino';
 import { startApp } from '../src/app.js';
 import { runPipeline } from '../src/runner/run.js';
@@ -200,7 +202,18 @@ async function baselineServer(): Promise<{ url: string; close: () => Promise<voi
   };
 }
 
+const REDIS_URL = process.env.FROGNANO_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** Embedded (SQLite) first, then the same with the queue on Redis (BullMQ). */
 export default async function run(): Promise<void> {
+  console.log('-- queue: SQLite (embedded)');
+  await runOn('sqlite');
+  console.log(`\n-- queue: BullMQ on Redis (${REDIS_URL})`);
+  await runOn('bullmq');
+}
+
+async function runOn(backend: 'sqlite' | 'bullmq'): Promise<void> {
+  const prefix = `fnbench:${randomUUID()}`;
   const root = mkdtempSync(join(tmpdir(), 'frognano-bench-ack-'));
   const log = pino({ level: 'silent' });
   const github = await fakeGitHub();
@@ -252,6 +265,9 @@ export default async function run(): Promise<void> {
       FROGNANO_BOT_NAME: 'frognano[bot]',
       FROGNANO_BOT_EMAIL: '1+frognano[bot]@users.noreply.github.com',
       LOG_LEVEL: 'silent',
+      ...(backend === 'bullmq'
+        ? { FROGNANO_REDIS_URL: REDIS_URL, FROGNANO_REDIS_PREFIX: prefix }
+        : {}),
     },
     runPipeline: (request) =>
       runPipeline(request, {
@@ -279,7 +295,7 @@ export default async function run(): Promise<void> {
     });
     await postAll(url, labels, 'issues');
     const deadline = Date.now() + 60_000;
-    while ((app.queue?.list('running').length ?? 0) < RUNS_IN_FLIGHT) {
+    while (((await app.queue?.list('running'))?.length ?? 0) < RUNS_IN_FLIGHT) {
       if (Date.now() > deadline) throw new Error('the 8 runs did not start within 60 s');
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -303,7 +319,7 @@ export default async function run(): Promise<void> {
         LATENCY_SECONDS,
       );
       loopDelay.disable();
-      const running = app.queue?.list('running').length ?? 0;
+      const running = (await app.queue?.list('running'))?.length ?? 0;
       const baseRate = await closedLoop(
         baseline.url,
         deliveries,
@@ -336,7 +352,7 @@ export default async function run(): Promise<void> {
       );
     }
     console.log(
-      `deliveries waiting for intake at the end: ${app.queue?.pendingDeliveries().length ?? 0} (durable; handled after the ack)`,
+      `deliveries waiting for intake at the end: ${(await app.queue?.pendingDeliveries())?.length ?? 0} (durable; handled after the ack)`,
     );
     console.log(`  fake GitHub API requests made meanwhile: ${github.requests()}`);
   } finally {
@@ -345,5 +361,17 @@ export default async function run(): Promise<void> {
     await model.close();
     await github.close();
     rmSync(root, { recursive: true, force: true });
+    if (backend === 'bullmq') await dropPrefix(prefix);
   }
+}
+
+async function dropPrefix(prefix: string): Promise<void> {
+  const client = new Redis(REDIS_URL);
+  let cursor = '0';
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await client.del(...keys);
+  } while (cursor !== '0');
+  client.disconnect();
 }

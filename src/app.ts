@@ -3,7 +3,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -20,7 +19,9 @@ import { modelConfigFrom } from './commands/model-config-from.js';
 import { createLogger } from './log.js';
 import { countDelivery, createMetrics, metricsHandler, type Metrics } from './metrics/index.js';
 import { connectDocker } from './sandbox/docker-engine.js';
-import { RunQueue } from './queue/queue.js';
+import { openQueue } from './queue/open-queue.js';
+import { readRunArtifact } from './queue/read-run-artifact.js';
+import type { Queue } from './queue/types.js';
 import { lockDataDir, type DataDirHalf } from './queue/data-dir-lock.js';
 import { startRetention } from './queue/retention.js';
 import { reap } from './sandbox/reap.js';
@@ -82,7 +83,7 @@ export interface RunningApp {
   config?: AppConfig;
   /** The Probot instance receiving webhooks (absent in worker mode and while registering). */
   probot?: Probot;
-  queue?: RunQueue<IssueJob>;
+  queue?: Queue<IssueJob>;
   intake?: Intake;
   workers?: WorkerPool;
   /** Prometheus metrics; `/metrics` on the HTTP server (serve, all), `frognano worker` serves its own. */
@@ -97,6 +98,8 @@ export interface FrognanoAppDeps {
   log: Logger;
   /** Serve `/frognano/runs/<id>/trajectory.json` from here (when a public URL is configured). */
   trajectoriesFrom?: string;
+  /** A shared queue holding trajectories of runs made on other hosts. */
+  queue?: Pick<Queue, 'getArtifact'>;
   /** The run pages and the runs page (src/web). */
   webHandlers?: ((req: IncomingMessage, res: ServerResponse) => Promise<boolean>)[];
   /** Counted here, and served at `/metrics`. */
@@ -106,14 +109,17 @@ export interface FrognanoAppDeps {
 /** The Probot application function: subscribe, filter, record. */
 export function frognanoApp(deps: FrognanoAppDeps): ApplicationFunction {
   return (app, { addHandler }) => {
-    const handle = (context: { id: string; name: string; payload: unknown }) => {
+    const handle = async (context: { id: string; name: string; payload: unknown }) => {
       const decision = decideTrigger(context.name, context.payload, { label: deps.label });
       if (decision.kind === 'ignore') {
         deps.log.debug({ deliveryId: context.id, reason: decision.reason }, 'webhook ignored');
         countDelivery(deps.metrics, 'ignored', decision.kind);
         return;
       }
-      const outcome = deps.intake.accept(context.id, decision, webhookBody.getStore()?.sha256);
+      // Read before the first await: the store belongs to this request's async context.
+      const sha256 = webhookBody.getStore()?.sha256;
+      // Awaited: GitHub gets its answer only once the delivery is stored.
+      const outcome = await deps.intake.accept(context.id, decision, sha256);
       countDelivery(deps.metrics, outcome, decision.kind);
       deps.log.info({ deliveryId: context.id, kind: decision.kind, outcome }, 'webhook accepted');
     };
@@ -122,19 +128,23 @@ export function frognanoApp(deps: FrognanoAppDeps): ApplicationFunction {
     // Follow-ups on the bot's draft pull requests (src/github/review-triggers.ts).
     app.on('pull_request_review.submitted', handle);
     app.on('pull_request_review_comment.created', handle);
-    if (deps.trajectoriesFrom) addHandler(trajectoryHandler(deps.trajectoriesFrom));
+    if (deps.trajectoriesFrom) addHandler(trajectoryHandler(deps.trajectoriesFrom, deps.queue));
     for (const handler of deps.webHandlers ?? []) addHandler(handler);
     if (deps.metrics) addHandler(metricsHandler(deps.metrics, deps.log));
   };
 }
 
-/** Serves run trajectories: run ids only (no path from the URL reaches the file system). */
-export function trajectoryHandler(dataDir: string) {
+/**
+ * Serves run trajectories: run ids only (no path from the URL reaches the file system); from
+ * this host's data directory, else from the shared queue (the run was made on another host).
+ */
+export function trajectoryHandler(dataDir: string, queue?: Pick<Queue, 'getArtifact'>) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     const m = /^\/frognano\/runs\/([0-9a-f-]{36})\/trajectory\.json$/.exec(req.url ?? '');
     if (req.method !== 'GET' || !m) return false;
     try {
-      const body = await readFile(join(runOutDir(dataDir, m[1] as string), 'trajectory.json'));
+      const body = await readRunArtifact(m[1] as string, 'trajectory.json', { dataDir, queue });
+      if (!body) throw new Error('no such trajectory');
       // The content was written by a model: never let a browser sniff it into a page.
       res
         .writeHead(200, {
@@ -197,12 +207,14 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
   const halves: DataDirHalf[] =
     mode === 'all' ? ['intake', 'worker'] : mode === 'serve' ? ['intake'] : ['worker'];
   const dataDirLock = lockDataDir(config.dataDir, halves, mode === 'all' ? 'start' : mode);
-  let queue: RunQueue<IssueJob>;
+  let queue: Queue<IssueJob>;
   try {
-    queue = RunQueue.open<IssueJob>({
+    queue = await openQueue<IssueJob>({
+      env,
       dataDir: config.dataDir,
       concurrency: config.concurrency,
       replayWindowMs: config.replayWindowMs,
+      worker: mode !== 'serve',
     });
   } catch (error) {
     dataDirLock.release();
@@ -218,14 +230,14 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
   const failStart = async (error: unknown): Promise<never> => {
     await workers?.stop();
     await retention.stop();
-    queue.close();
+    await queue.close();
     dataDirLock.release();
     throw error;
   };
   const metrics = createMetrics({
-    queueDepth: () => ({
-      queued: queue.list('queued').length,
-      running: queue.list('running').length,
+    queueDepth: async () => ({
+      queued: (await queue.list('queued')).length,
+      running: (await queue.list('running')).length,
     }),
   });
   const lock = new KeyedLock();
@@ -290,6 +302,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       publicUrl: config.publicUrl,
       pollMs: options.pollMs,
       git: options.git,
+      artifactTtlSeconds: config.retentionDays * 24 * 3600,
       metrics,
     });
     const reapOrphans =
@@ -368,6 +381,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       intake,
       log,
       trajectoriesFrom: config.publicUrl ? config.dataDir : undefined,
+      queue,
       webHandlers,
       metrics,
     });
@@ -403,7 +417,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       await intake.stop();
       await workers?.stop();
       await retention.stop();
-      queue.close();
+      await queue.close();
       dataDirLock.release();
     },
   };

@@ -105,8 +105,8 @@ describe('the webhook endpoint (real HTTP server)', () => {
       body: JSON.stringify(payload),
     });
     expect(unsigned.status).toBe(400);
-    expect(harness.app.queue!.pendingDeliveries()).toEqual([]);
-    expect(harness.app.queue!.list()).toEqual([]);
+    expect(await harness.app.queue!.pendingDeliveries()).toEqual([]);
+    expect(await harness.app.queue!.list()).toEqual([]);
   });
 
   it('answers 413 to a body announced over 25 MiB without reading it, and stays up', async () => {
@@ -139,7 +139,7 @@ describe('the webhook endpoint (real HTTP server)', () => {
     const payload = labeledPayload();
     const bad = await harness.deliver('issues', payload, 'after', sign('{}'));
     expect(bad).toBe(400);
-    expect(harness.app.queue!.pendingDeliveries()).toEqual([]);
+    expect(await harness.app.queue!.pendingDeliveries()).toEqual([]);
   });
 
   it('makes one run from a duplicated delivery and reports an empty patch plainly', async () => {
@@ -153,7 +153,7 @@ describe('the webhook endpoint (real HTTP server)', () => {
     expect(await harness.deliver('issues', payload, 'delivery-1')).toBe(200);
     await harness.app.intake!.idle();
     await harness.app.workers!.idle();
-    const runs = harness.app.queue!.list();
+    const runs = await harness.app.queue!.list();
     expect(runs).toHaveLength(1);
     expect(runs[0]).toMatchObject({ state: 'done', outcome: 'no_change' });
     expect(gh.reactions).toEqual(['eyes']);
@@ -184,7 +184,7 @@ describe('the webhook endpoint (real HTTP server)', () => {
     );
     await harness.app.intake!.idle();
     await harness.app.workers!.idle();
-    const runs = harness.app.queue!.list();
+    const runs = await harness.app.queue!.list();
     expect(runs).toHaveLength(1);
     expect(runs[0]).toMatchObject({ state: 'failed', outcome: 'llm_query_error' });
     expect(gh.statusBodies.at(-1)).toContain('the model endpoint stopped answering');
@@ -212,8 +212,8 @@ describe('durable intake', () => {
     cleanupModel = first.model;
     await harness.app.intake!.idle();
     await harness.app.workers!.idle();
-    expect(harness.app.queue!.pendingDeliveries()).toEqual([]);
-    expect(harness.app.queue!.list()).toMatchObject([
+    expect(await harness.app.queue!.pendingDeliveries()).toEqual([]);
+    expect(await harness.app.queue!.list()).toMatchObject([
       { deliveryId: 'acked-then-crashed', state: 'done' },
     ]);
     expect(gh.reactions).toEqual(['eyes']);
@@ -222,7 +222,7 @@ describe('durable intake', () => {
       await harness.deliver('issues', labeledPayload({ sender: maintainer }), 'acked-then-crashed'),
     ).toBe(200);
     await harness.app.intake!.idle();
-    expect(harness.app.queue!.list()).toHaveLength(1);
+    expect(await harness.app.queue!.list()).toHaveLength(1);
   });
 });
 
@@ -250,7 +250,7 @@ describe('triggers through probot.receive()', () => {
       'Sorry @drive-by, only people with write access to this repository can start or cancel frognano runs.',
     ]);
     expect(gh.reactions).toEqual([]);
-    expect(harness.app.queue!.list()).toEqual([]);
+    expect(await harness.app.queue!.list()).toEqual([]);
     expect(harness.model!.chatRequests).toHaveLength(0);
   });
 
@@ -282,8 +282,8 @@ describe('triggers through probot.receive()', () => {
       } as never);
     }
     await harness.app.intake!.idle();
-    expect(harness.app.queue!.pendingDeliveries()).toEqual([]);
-    expect(harness.app.queue!.list()).toEqual([]);
+    expect(await harness.app.queue!.pendingDeliveries()).toEqual([]);
+    expect(await harness.app.queue!.list()).toEqual([]);
   });
 
   it('refuses closed issues after the permission check', async () => {
@@ -299,7 +299,7 @@ describe('triggers through probot.receive()', () => {
     expect(gh.comments).toEqual([
       'frognano does not run on closed issues. Reopen the issue and try again.',
     ]);
-    expect(harness.app.queue!.list()).toEqual([]);
+    expect(await harness.app.queue!.list()).toEqual([]);
   });
 
   it('answers a retry during a run, cancels a queued run, then cancels the running one', async () => {
@@ -324,7 +324,7 @@ describe('triggers through probot.receive()', () => {
     expect(gh.comments).toHaveLength(1);
     expect(gh.comments[0]).toContain('a run for this issue is already running');
     expect(gh.comments[0]).toContain('/frognano cancel');
-    const [run1, run2] = harness.app.queue!.list();
+    const [run1, run2] = await harness.app.queue!.list();
     expect(run1).toMatchObject({ state: 'running' });
     expect(run2).toMatchObject({ state: 'queued' });
 
@@ -335,7 +335,7 @@ describe('triggers through probot.receive()', () => {
       commentPayload({ sender: maintainer, issueNumber: 2, body: '/frognano cancel' }),
     );
     await harness.app.intake!.idle();
-    expect(harness.app.queue!.get(run2!.id)).toMatchObject({ state: 'cancelled' });
+    expect(await harness.app.queue!.get(run2!.id)).toMatchObject({ state: 'cancelled' });
 
     // Cancel the running run of issue 1: the pipeline is aborted and cleans up.
     await receive(
@@ -345,7 +345,7 @@ describe('triggers through probot.receive()', () => {
     );
     await harness.app.intake!.idle();
     await waitFor(
-      () => harness!.app.queue!.get(run1!.id)?.state === 'cancelled',
+      async () => (await harness!.app.queue!.get(run1!.id))?.state === 'cancelled',
       'the run to be cancelled',
     );
     held.release();
@@ -354,7 +354,10 @@ describe('triggers through probot.receive()', () => {
     const last = gh.statusBodies.at(-1) ?? '';
     expect(gh.statusBodies.some((b) => b.includes('cancelled by @Codertocat'))).toBe(true);
     expect(last).toContain('cancelled');
-    expect(harness.app.queue!.list().map((r) => r.state)).toEqual(['cancelled', 'cancelled']);
+    expect((await harness.app.queue!.list()).map((r) => r.state)).toEqual([
+      'cancelled',
+      'cancelled',
+    ]);
   });
 });
 
@@ -372,11 +375,11 @@ describe('GitHub failing during intake', () => {
       200,
     );
     await waitFor(
-      () => harness!.app.queue!.list()[0]?.state === 'done',
+      async () => (await harness!.app.queue!.list())[0]?.state === 'done',
       'the retried check to let the run through',
     );
     expect(gh.calls.filter((c) => c.includes('/permission'))).toHaveLength(1);
-    expect(harness.app.queue!.pendingDeliveries()).toEqual([]);
+    expect(await harness.app.queue!.pendingDeliveries()).toEqual([]);
     expect(gh.reactions).toEqual(['eyes']);
     await harness.app.intake!.idle();
   });
@@ -398,14 +401,14 @@ describe('issue text read after the permission check', () => {
       payload: labeledPayload({ sender: maintainer, issueBody }) as never,
     });
     // The handler did not parse: the held run carries the trigger's raw text.
-    const held = harness.app.queue!.list()[0];
+    const held = (await harness.app.queue!.list())[0];
     expect(held?.held).toBe(true);
     expect(held?.job.issueText).toContain(issueBody);
     await waitFor(
-      () => harness!.app.queue!.list()[0]?.state === 'done',
+      async () => (await harness!.app.queue!.list())[0]?.state === 'done',
       'the retried check to let the run through',
     );
-    const job = harness.app.queue!.list()[0]!.job;
+    const job = (await harness.app.queue!.list())[0]!.job;
     expect(job.issueText).toContain('Fix add.');
     expect(job.issueText).not.toContain('IGNORE');
     await harness.app.intake!.idle();
@@ -424,7 +427,7 @@ describe('issue text read after the permission check', () => {
     expect(gh.comments).toEqual([
       '@Codertocat, frognano cannot use this issue: the issue text nests quotes or lists 30000 levels deep (at most 100). Edit it and try again.',
     ]);
-    expect(harness.app.queue!.list()).toEqual([]);
+    expect(await harness.app.queue!.list()).toEqual([]);
     expect(harness.model!.chatRequests).toHaveLength(0);
   });
 });
@@ -446,7 +449,10 @@ describe('cancel from another process', () => {
     const cancelled = other.requestCancel('codertocat/hello-world#1');
     other.close();
     expect(cancelled).toMatchObject({ wasRunning: true });
-    await waitFor(() => harness!.app.queue!.list()[0]?.state === 'cancelled', 'the run to stop');
+    await waitFor(
+      async () => (await harness!.app.queue!.list())[0]?.state === 'cancelled',
+      'the run to stop',
+    );
     held.release();
     await harness.app.workers!.idle();
     expect(gh.statusBodies.at(-1)).toContain('cancelled');
@@ -476,7 +482,7 @@ describe('frognano serve + frognano worker on one data directory', () => {
       );
       await serve.app.intake!.idle();
       await waitFor(
-        () => worker.app.queue!.list()[0]?.state === 'done',
+        async () => (await worker.app.queue!.list())[0]?.state === 'done',
         'the worker to finish the run',
       );
       expect(gh.statusBodies.at(-1)).toContain('no pull request');
@@ -506,12 +512,12 @@ describe('bursts: 20 labels at once', () => {
     let reactions = 0;
     let postsArrived = 0;
     // A "queued" comment must describe the queue as it is when GitHub receives it.
-    const check = (issue: number, body: string) => {
+    const check = async (issue: number, body: string) => {
       (bodies.get(issue) ?? bodies.set(issue, []).get(issue)!).push(body);
       const m = /queued \(position (\d+)\)[\s\S]*run `([0-9a-f-]{36})`/.exec(body);
       if (!m) return;
-      const run = queue.get(m[2]!);
-      const position = queue.position(m[2]!);
+      const run = await queue.get(m[2]!);
+      const position = await queue.position(m[2]!);
       if (run?.state !== 'queued' || position !== Number(m[1])) {
         stale.push(`#${issue}: said position ${m[1]}, run ${run?.state} at ${position}`);
       }
@@ -541,16 +547,16 @@ describe('bursts: 20 labels at once', () => {
       .post(/^\/repos\/Codertocat\/Hello-World\/issues\/\d+\/comments$/)
       .reply(async (uri, body) => {
         const issue = Number(/issues\/(\d+)\/comments/.exec(uri)![1]);
-        check(issue, String((body as { body: string }).body));
+        await check(issue, String((body as { body: string }).body));
         postsArrived++;
         await writes.opened;
         return [201, { id: 1000 + issue }];
       })
       .patch(/^\/repos\/Codertocat\/Hello-World\/issues\/comments\/\d+$/)
-      .reply(200, (uri, body) => {
+      .reply(async (uri, body) => {
         const issue = Number(/comments\/(\d+)$/.exec(uri)![1]) - 1000;
-        check(issue, String((body as { body: string }).body));
-        return { id: 1000 + issue };
+        await check(issue, String((body as { body: string }).body));
+        return [200, { id: 1000 + issue }];
       });
 
     const issues = Array.from({ length: 20 }, (_, i) => i + 1);
@@ -566,23 +572,22 @@ describe('bursts: 20 labels at once', () => {
     expect(statuses).toEqual(issues.map(() => 200));
     // Every delivery is a queued run the moment GitHub has its answer, though no permission
     // check has been answered and nothing has been written to GitHub.
-    const accepted = queue.list();
+    const accepted = await queue.list();
     expect(accepted.map((r) => r.key).sort()).toEqual(
       issues.map((n) => `codertocat/hello-world#${n}`).sort(),
     );
     expect(accepted.every((r) => r.state === 'queued' && r.held)).toBe(true);
-    expect(accepted.map((r) => queue.position(r.id))).toEqual(issues);
+    expect(await Promise.all(accepted.map((r) => queue.position(r.id)))).toEqual(issues);
     expect(calls.filter((c) => !c.startsWith('GET ') && !c.includes('/access_tokens'))).toEqual([]);
 
     // Permissions answered: the runs are released and one starts; GitHub writes hang.
     permissions.open();
-    await waitFor(() => queue.list().every((r) => !r.held), 'all runs released');
+    await waitFor(async () => (await queue.list()).every((r) => !r.held), 'all runs released');
     await waitFor(() => postsArrived > 0, 'the first comment to reach GitHub');
-    const running = queue.list('running');
+    const running = await queue.list('running');
     expect(running).toHaveLength(1);
     // A queued run whose comment has not been written yet, cancelled while writes hang.
-    const victim = queue
-      .list('queued')
+    const victim = (await queue.list('queued'))
       .reverse()
       .find((r) => !bodies.has(r.job.issueNumber))!;
     expect(
@@ -595,7 +600,7 @@ describe('bursts: 20 labels at once', () => {
         }),
       ),
     ).toBe(200);
-    await waitFor(() => queue.get(victim.id)?.state === 'cancelled', 'the cancel');
+    await waitFor(async () => (await queue.get(victim.id))?.state === 'cancelled', 'the cancel');
     expect(postsArrived).toBe(1);
 
     writes.open();
@@ -608,14 +613,17 @@ describe('bursts: 20 labels at once', () => {
     // The cancelled run's pending "queued" comment was superseded, not sent.
     expect(said(victim.job.issueNumber)).not.toContain('queued');
     expect(said(victim.job.issueNumber)).toContain('cancelled by @Codertocat');
-    const waiting = queue.list('queued');
+    const waiting = await queue.list('queued');
     expect(waiting).toHaveLength(18);
     for (const run of waiting) {
       expect(said(run.job.issueNumber).match(/queued \(position \d+\)/g)).toHaveLength(1);
     }
 
-    for (const n of issues) queue.requestCancel(`codertocat/hello-world#${n}`);
-    await waitFor(() => queue.list('running').length === 0, 'the running run to stop');
+    for (const n of issues) await queue.requestCancel(`codertocat/hello-world#${n}`);
+    await waitFor(
+      async () => (await queue.list('running')).length === 0,
+      'the running run to stop',
+    );
     held.release();
     await harness.app.workers!.idle();
     await harness.app.intake!.idle();
@@ -633,15 +641,18 @@ describe('replayed deliveries', () => {
     expect(await harness.deliver('issues', payload, 'original')).toBe(200);
     expect(await harness.deliver('issues', payload, 'replayed-1')).toBe(200);
     expect(await harness.deliver('issues', payload, 'replayed-2')).toBe(200);
-    expect(queue.pendingDeliveries().map((d) => d.deliveryId)).toEqual(['original']);
-    expect(queue.list()).toHaveLength(1);
+    expect((await queue.pendingDeliveries()).map((d) => d.deliveryId)).toEqual(['original']);
+    expect(await queue.list()).toHaveLength(1);
     // The label removed and added again: GitHub sends a different body (a later updated_at).
-    queue.finish(queue.list()[0]!.id, 'done');
+    await queue.finish((await queue.list())[0]!.id, 'done');
     const relabel = labeledPayload({ sender: maintainer });
     relabel.issue.updated_at = '2030-01-01T00:00:00Z';
     expect(await harness.deliver('issues', relabel, 'relabelled')).toBe(200);
-    expect(queue.pendingDeliveries().map((d) => d.deliveryId)).toEqual(['original', 'relabelled']);
-    expect(queue.list()).toHaveLength(2);
+    expect((await queue.pendingDeliveries()).map((d) => d.deliveryId)).toEqual([
+      'original',
+      'relabelled',
+    ]);
+    expect(await queue.list()).toHaveLength(2);
   });
 });
 
@@ -704,7 +715,7 @@ describe('webhook bodies over the cap (raw sockets)', () => {
     // The cap plus what socket buffers hold: far from the 150 MiB sent by a flood.
     expect(result.written).toBeLessThan(MAX_WEBHOOK_BYTES + 40 * 1024 * 1024);
     if (result.response) expect(result.response).toMatch(/^HTTP\/1\.1 413/);
-    expect(harness.app.queue!.pendingDeliveries()).toEqual([]);
+    expect(await harness.app.queue!.pendingDeliveries()).toEqual([]);
     expect((await fetch(`${harness.url}/ping`)).status).toBe(200);
   });
 
@@ -766,7 +777,7 @@ describe('webhook bodies over the cap (raw sockets)', () => {
       expect(
         await harness.deliver('issues', labeledPayload({ sender: maintainer }), 'after-slow'),
       ).toBe(200);
-      expect(harness.app.queue!.pendingDeliveries().map((d) => d.deliveryId)).toEqual([
+      expect((await harness.app.queue!.pendingDeliveries()).map((d) => d.deliveryId)).toEqual([
         'after-slow',
       ]);
     } finally {
@@ -795,7 +806,7 @@ describe('webhook bodies over the cap (raw sockets)', () => {
     );
     expect(result.cut).toBe(true);
     expect(result.written).toBeLessThan(40 * 1024 * 1024);
-    expect(harness.app.queue!.pendingDeliveries()).toEqual([]);
+    expect(await harness.app.queue!.pendingDeliveries()).toEqual([]);
   });
 });
 
@@ -836,7 +847,7 @@ describe('one owner per data directory', () => {
       /^the data directory .* is in use by frognano start \(pid \d+ on .*\) for its webhooks: stop that process first, or give this one its own FROGNANO_DATA_DIR$/,
     );
     // Its run was not requeued by the refused start.
-    expect(harness.app.queue!.list()).toMatchObject([{ state: 'running', attempts: 1 }]);
+    expect(await harness.app.queue!.list()).toMatchObject([{ state: 'running', attempts: 1 }]);
     held.release();
     await harness.app.workers!.idle();
   });
@@ -895,8 +906,8 @@ describe('retention', () => {
       () => !existsSync(join(dataDir, 'trajectories', old)),
       'the old trajectory to be pruned',
     );
-    expect(harness.app.queue!.get(old)).toBeUndefined();
+    expect(await harness.app.queue!.get(old)).toBeUndefined();
     expect(existsSync(join(dataDir, 'trajectories', recent))).toBe(true);
-    expect(harness.app.queue!.get(recent)?.state).toBe('failed');
+    expect((await harness.app.queue!.get(recent))?.state).toBe('failed');
   });
 });

@@ -13,6 +13,9 @@ import { assertDockerReachable, connectDocker } from '../sandbox/docker-engine.j
 import { DEFAULT_SANDBOX_IMAGE } from '../sandbox/docker-sandbox.js';
 import { imageExists, offlineBuildBlocker } from '../sandbox/ensure-sandbox-image.js';
 import type { AppMode } from '../app.js';
+import { Redis } from 'ioredis';
+import { loadQueueConfig } from '../queue/open-queue.js';
+import { redactUrl } from '../queue/redis-queue.js';
 import { modelConfigFrom } from './model-config-from.js';
 
 export type CheckResult =
@@ -292,13 +295,68 @@ export const queueBackendChecks: Record<string, (context: CheckContext) => Promi
       );
     }
   },
+  async bullmq(context) {
+    let url: string | undefined;
+    try {
+      url = loadQueueConfig(context.env).FROGNANO_REDIS_URL;
+    } catch (error) {
+      return fail(errorText(error), 'fix FROGNANO_REDIS_URL (redis://host:6379)');
+    }
+    if (!url) return fail('not checked', 'FROGNANO_REDIS_URL is not set', 'skipped');
+    const redis = new Redis(url, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 1,
+      connectTimeout: 5000,
+      retryStrategy: () => null,
+    });
+    redis.on('error', () => undefined);
+    try {
+      await redis.connect();
+      const server = parseInfo(await redis.info('server'));
+      const persistence = parseInfo(await redis.info('persistence'));
+      const version = server.redis_version ?? '?';
+      if (Number(version.split('.')[0]) < 6) {
+        return fail(
+          `Redis ${version} at ${redactUrl(url)} is too old for BullMQ`,
+          'run Redis 6.2 or newer',
+        );
+      }
+      if (persistence.aof_enabled !== '1') {
+        return fail(
+          `Redis ${version} at ${redactUrl(url)} answers, but append-only persistence is off: a Redis restart can lose accepted runs`,
+          'start Redis with --appendonly yes (or CONFIG SET appendonly yes, then CONFIG REWRITE)',
+          'warn',
+        );
+      }
+      return { ok: true, detail: `Redis ${version} at ${redactUrl(url)} answers, AOF on` };
+    } catch (error) {
+      return fail(
+        `Redis at ${redactUrl(url)} does not answer (${errorText(error)})`,
+        'start Redis, or fix FROGNANO_REDIS_URL',
+      );
+    } finally {
+      redis.disconnect();
+    }
+  },
 };
+
+function parseInfo(text: string): Record<string, string> {
+  return Object.fromEntries(
+    text
+      .split(/\r?\n/)
+      .filter((line) => line.includes(':') && !line.startsWith('#'))
+      .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()]),
+  );
+}
 
 const queueBackend: Check = {
   name: 'queue',
   modes: ALL,
-  run: (context) =>
-    (queueBackendChecks.sqlite as (c: CheckContext) => Promise<CheckResult>)(context),
+  run: (context) => {
+    // FROGNANO_REDIS_URL selects BullMQ on Redis (a bad value is reported by the Redis check).
+    const backend = context.env.FROGNANO_REDIS_URL?.trim() ? 'bullmq' : 'sqlite';
+    return (queueBackendChecks[backend] as (c: CheckContext) => Promise<CheckResult>)(context);
+  },
 };
 
 /** Every check, in the order they run (later checks use what earlier ones found). */

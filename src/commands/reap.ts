@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { loadProcessConfig } from '../config.js';
 import { connectDocker, describeDockerEndpoint } from '../sandbox/docker-engine.js';
-import { RunQueue } from '../queue/queue.js';
+import { openQueue } from '../queue/open-queue.js';
 import { reap } from '../sandbox/reap.js';
 
 export async function reapCommand(io: {
@@ -14,7 +14,7 @@ export async function reapCommand(io: {
 }): Promise<number> {
   const config = loadProcessConfig(io.env);
   const dataDir = path.resolve(config.FROGNANO_DATA_DIR);
-  const liveRunIds = liveRuns(dataDir);
+  const liveRunIds = await liveRuns(dataDir, io.env);
   const docker = connectDocker(io.env);
   let engine: typeof docker | undefined = docker;
   try {
@@ -36,13 +36,16 @@ export async function reapCommand(io: {
   return 0;
 }
 
-function liveRuns(dataDir: string): string[] {
-  // No queue database yet means no run was ever started from this data dir.
-  if (!existsSync(path.join(dataDir, 'frognano.sqlite'))) return [];
-  const queue = RunQueue.open({ dataDir, concurrency: 1 });
+async function liveRuns(dataDir: string, env: NodeJS.ProcessEnv): Promise<string[]> {
+  // No queue yet (no Redis configured, no database file) means no run ever started from here.
+  if (!env.FROGNANO_REDIS_URL?.trim() && !existsSync(path.join(dataDir, 'frognano.sqlite'))) {
+    return [];
+  }
+  // With Redis: the running runs of every host (sparing a few ids of others costs nothing).
+  const queue = await openQueue({ env, dataDir, concurrency: 1, worker: false });
   try {
-    return queue.runningIds();
+    return (await queue.list('running')).map((run) => run.id);
   } finally {
-    queue.close();
+    await queue.close();
   }
 }

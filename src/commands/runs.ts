@@ -8,6 +8,7 @@ import { runOutDir } from '../github/worker.js';
 import { RunQueue, type RunState } from '../queue/queue.js';
 import type { TestResult } from '../runner/run-types.js';
 import { testPassed } from '../runner/test-report.js';
+import { SqliteQueue } from '../queue/sqlite-queue.js';
 import { queueRunListing, readRunRecord, runPageUrl, type RunSummary } from '../web/index.js';
 import { UsageError } from './solve-options.js';
 
@@ -44,7 +45,7 @@ function openListing(io: RunsIo) {
     dataDir: config.dataDir,
     concurrency: 1,
   });
-  const listing = queueRunListing(queue, {
+  const listing = queueRunListing(new SqliteQueue(queue), {
     gitBaseUrl: config.gitBaseUrl,
     runDir: (id) => runOutDir(config.dataDir, id),
   });

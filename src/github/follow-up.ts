@@ -3,7 +3,7 @@
 // worker when the run starts): the head to start from, the original issue, the previous diff's
 // base and evidence, and the feedback threads.
 import type { Logger } from 'pino';
-import type { RunQueue } from '../queue/queue.js';
+import type { Queue } from '../queue/types.js';
 import { followUpTask } from '../runner/follow-up-task.js';
 import type { RunRequest, RunResult } from '../runner/run-types.js';
 import type { IssueJob } from './job.js';
@@ -46,7 +46,7 @@ export type OwnPullRequest =
  */
 export async function ownPullRequest(
   octokit: GitHubClient,
-  queue: Pick<RunQueue<unknown>, 'getNote'>,
+  queue: Pick<Queue<unknown>, 'getNote'>,
   t: Target,
 ): Promise<OwnPullRequest> {
   const pr = await fetchPullRequest(octokit, {
@@ -57,7 +57,7 @@ export async function ownPullRequest(
   const issueNumber = issueNumberOfBranch(pr.headRef);
   const sameRepo = pr.headRepo?.toLowerCase() === `${t.owner}/${t.repo}`.toLowerCase();
   if (issueNumber === undefined || !sameRepo) return { ours: false, pr };
-  const attempt = readPublishedAttempt(
+  const attempt = await readPublishedAttempt(
     queue,
     issueKey({ owner: t.owner, repo: t.repo, issueNumber }),
   );
@@ -81,7 +81,7 @@ export interface FollowUpBrief {
 /** The brief of a follow-up run, or a plain-words reason why there is none. */
 export async function prepareFollowUp(
   octokit: GitHubClient,
-  queue: Pick<RunQueue<unknown>, 'getNote'>,
+  queue: Pick<Queue<unknown>, 'getNote'>,
   job: IssueJob,
 ): Promise<FollowUpBrief | { refused: string }> {
   const review = job.review;
@@ -137,7 +137,7 @@ export interface PublishFollowUpParams {
   job: IssueJob;
   result: RunResult;
   octokit: GitHubClient;
-  queue: Pick<RunQueue<unknown>, 'getNote' | 'setNote'>;
+  queue: Pick<Queue<unknown>, 'getNote' | 'setNote'>;
   mintToken: () => Promise<string>;
   gitUrl: string;
   workRoot: string;
@@ -202,7 +202,7 @@ export async function publishFollowUp(p: PublishFollowUpParams): Promise<StatusS
       reason: `someone pushed to ${inlineCode(brief.pr.headRef)} after this run started (it is now at ${published.now ? inlineCode(published.now.slice(0, 12)) : 'nothing'}, the run started at ${inlineCode(brief.pr.headSha.slice(0, 12))}). frognano does not overwrite other people's commits, so nothing was pushed.`,
     };
   }
-  writePublishedAttempt(
+  await writePublishedAttempt(
     p.queue,
     issueKey({ owner: job.owner, repo: job.repo, issueNumber: brief.issueNumber }),
     {

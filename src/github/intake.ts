@@ -12,7 +12,7 @@
 // Deliveries stay pending in the queue's database until decided, so a crash in between loses
 // nothing.
 import type { Logger } from 'pino';
-import type { RunQueue } from '../queue/queue.js';
+import type { Queue } from '../queue/types.js';
 import type { GitHubClient } from './octokit.js';
 import type { IssueJob } from './job.js';
 import { notOursLine, ownPullRequest } from './follow-up.js';
@@ -26,19 +26,12 @@ import { issueKey, type TriggerDecision, type TriggerTarget } from './triggers.j
 export type AcceptedTrigger = Exclude<TriggerDecision, { kind: 'ignore' }>;
 
 export const STATUS_COMMENT_NOTE = 'status-comment-id';
-/**
- * Set (to the time) while intake writes an issue's status comment. A worker in another process
- * (`frognano serve` + `frognano worker`) waits for it to clear before its first status write, so
- * both never create a comment. Intake sets it BEFORE it reads the run's state and the worker reads
- * it AFTER its claim, so one of them always sees the other (the queue serializes both).
- */
-export const STATUS_POSTING_NOTE = 'status-comment-posting';
 
 /** How long a delivery whose decision failed (GitHub unreachable) waits before it is tried again. */
 const RETRY_FAILED_MS = 30_000;
 
 export interface IntakeDeps {
-  queue: RunQueue<IssueJob>;
+  queue: Queue<IssueJob>;
   auth: (installationId: number) => Promise<GitHubClient>;
   log: Logger;
   /** A run became claimable (or a held one went away): wake the workers. */
@@ -71,7 +64,7 @@ type WriteTask =
       kind: 'status';
       target: TriggerTarget;
       /** Called under the issue's lock right before the write; undefined: nothing to say. */
-      render: () => { body: string; runId?: string } | undefined;
+      render: () => Promise<{ body: string; runId?: string } | undefined>;
     };
 
 export class Intake {
@@ -85,17 +78,17 @@ export class Intake {
   constructor(private readonly deps: IntakeDeps) {}
 
   /**
-   * Synchronous part, inside the webhook handler: record once, enqueue a run held for its
-   * permission check, answer GitHub, decide later.
+   * Inside the webhook handler, before GitHub gets its answer: record once, enqueue a run held
+   * for its permission check, decide later. Stored before the answer, so never lost after it.
    */
-  accept(
+  async accept(
     deliveryId: string,
     decision: AcceptedTrigger,
     bodySha256?: string,
-  ): 'accepted' | 'duplicate' | 'replay' {
+  ): Promise<'accepted' | 'duplicate' | 'replay'> {
     const { queue, log } = this.deps;
     const key = issueKey(decision);
-    const admitted = queue.admit({
+    const admitted = await queue.admit({
       deliveryId,
       event: decision.kind,
       payload: decision,
@@ -126,12 +119,12 @@ export class Intake {
   }
 
   /** Decides every pending delivery not being decided already (at start, and retries). */
-  kick(): Promise<void> {
-    if (this.#stopped) return Promise.resolve();
-    for (const pending of this.deps.queue.pendingDeliveries()) {
+  async kick(): Promise<void> {
+    if (this.#stopped) return;
+    for (const pending of await this.deps.queue.pendingDeliveries()) {
       this.#decideLater(pending.deliveryId, pending.payload as AcceptedTrigger);
     }
-    return this.#settled();
+    await this.#settled();
   }
 
   /** Stops deciding and writing; undecided deliveries stay pending in the database. */
@@ -190,7 +183,7 @@ export class Intake {
     budget.spend();
     const key = issueKey(decision);
     const who = decision.sender.login;
-    const held = queue.runForDelivery(deliveryId);
+    const held = await queue.runForDelivery(deliveryId);
 
     const allowed = await hasWriteAccess(octokit, {
       owner: decision.owner,
@@ -199,7 +192,7 @@ export class Intake {
     });
     if (!allowed) {
       log.info({ deliveryId, key, sender: who }, 'trigger refused: no write access');
-      if (held && queue.discard(held.id)) this.deps.onEnqueued?.();
+      if (held && (await queue.discard(held.id))) this.deps.onEnqueued?.();
       this.#write({
         kind: 'comment',
         target: decision,
@@ -214,7 +207,7 @@ export class Intake {
       const own = await ownPullRequest(octokit, queue, decision);
       if (!own.ours) {
         log.info({ deliveryId, key }, 'follow-up refused: not our pull request');
-        if (held && queue.discard(held.id)) this.deps.onEnqueued?.();
+        if (held && (await queue.discard(held.id))) this.deps.onEnqueued?.();
         this.#write({
           kind: 'comment',
           target: decision,
@@ -236,7 +229,7 @@ export class Intake {
           : `frognano does not run on ${decision.reason} issues. ${decision.reason === 'closed' ? 'Reopen the issue' : 'Unlock the issue'} and try again.`,
       });
     } else if (decision.kind === 'cancel') {
-      const cancelled = queue.requestCancel(key);
+      const cancelled = await queue.requestCancel(key);
       runId = cancelled?.run.id;
       this.#write({ kind: 'reaction', target: decision, runId });
       if (!cancelled) {
@@ -256,9 +249,9 @@ export class Intake {
         this.#write({
           kind: 'status',
           target: decision,
-          render: () => {
+          render: async () => {
             // A newer run on the issue owns the comment now.
-            const active = queue.activeFor(key);
+            const active = await queue.activeFor(key);
             if (active && active.id !== id) return undefined;
             return { body: renderStatus({ kind: 'cancelled', by: who }, { runId: id }), runId: id };
           },
@@ -275,7 +268,7 @@ export class Intake {
       const job = await visibleJob(jobFor(deliveryId, decision));
       if ('unreadable' in job) {
         log.info({ deliveryId, key, reason: job.unreadable }, 'run refused: unreadable issue text');
-        if (held && queue.discard(held.id)) this.deps.onEnqueued?.();
+        if (held && (await queue.discard(held.id))) this.deps.onEnqueued?.();
         this.#write({ kind: 'reaction', target: decision });
         this.#write({
           kind: 'comment',
@@ -284,26 +277,26 @@ export class Intake {
         });
         return;
       }
-      runId = this.#release(deliveryId, decision, held?.id, job);
+      runId = await this.#release(deliveryId, decision, held?.id, job);
     }
-    if (runId) queue.addRestCalls(runId, budget.spent);
+    if (runId) await queue.addRestCalls(runId, budget.spent);
   }
 
   /** The permitted run trigger: its held run released (or enqueued now), its status scheduled. */
-  #release(
+  async #release(
     deliveryId: string,
     decision: Extract<AcceptedTrigger, { kind: 'run' }>,
     heldId: string | undefined,
     job: IssueJob,
-  ): string | undefined {
+  ): Promise<string | undefined> {
     const { queue, log } = this.deps;
     const key = issueKey(decision);
     let runId = heldId;
     if (runId) {
-      if (queue.release(runId, job)) this.deps.onEnqueued?.();
+      if (await queue.release(runId, job)) this.deps.onEnqueued?.();
     } else {
       // Accepted while another run was active (or recorded before runs were made at accept).
-      const enqueued = queue.enqueue({ key, job, deliveryId });
+      const enqueued = await queue.enqueue({ key, job, deliveryId });
       if (enqueued.status === 'duplicate') return undefined;
       if (enqueued.status === 'active') {
         this.#write({ kind: 'reaction', target: decision, runId: enqueued.run.id });
@@ -321,18 +314,18 @@ export class Intake {
       runId = enqueued.run.id;
       this.deps.onEnqueued?.();
     }
-    log.info({ runId, key, position: queue.position(runId) }, 'run queued');
+    log.info({ runId, key, position: await queue.position(runId) }, 'run queued');
     const id = runId;
     const trigger = triggerWords(decision);
     this.#write({ kind: 'reaction', target: decision, runId: id });
     this.#write({
       kind: 'status',
       target: decision,
-      render: () => {
-        const run = queue.get(id);
+      render: async () => {
+        const run = await queue.get(id);
         // Started, finished or cancelled meanwhile: whoever changed it writes the status.
         if (!run || run.state !== 'queued' || run.held) return undefined;
-        const position = queue.position(id) ?? 1;
+        const position = (await queue.position(id)) ?? 1;
         return {
           body: renderStatus({ kind: 'queued', position }, { runId: id, trigger }),
           runId: id,
@@ -390,7 +383,7 @@ export class Intake {
         await react(await octokit(), t);
       } else if (task.kind === 'comment') {
         runId = task.runId;
-        if (task.onceNote && queue.getNote(key, task.onceNote)) return;
+        if (task.onceNote && (await queue.getNote(key, task.onceNote))) return;
         await (
           await octokit()
         ).rest.issues.createComment({
@@ -399,30 +392,28 @@ export class Intake {
           issue_number: t.issueNumber,
           body: task.body,
         });
-        if (task.onceNote) queue.setNote(key, task.onceNote, String(Date.now()));
+        if (task.onceNote) await queue.setNote(key, task.onceNote, String(Date.now()));
       } else {
         const client = await octokit();
         // Under the issue's lock, shared with the workers: "queued" cannot land after "running".
-        await lock.run(key, async () => {
-          queue.setNote(key, STATUS_POSTING_NOTE, String(Date.now()));
-          try {
-            const now = task.render();
+        // And across processes (serve and workers on other hosts) through the queue.
+        await lock.run(key, () =>
+          queue.exclusive(key, async () => {
+            const now = await task.render();
             if (!now) return;
             runId = now.runId;
             const id = await ensureStatusComment(
               client,
               { owner: t.owner, repo: t.repo, issueNumber: t.issueNumber },
               now.body,
-              statusCommentId(queue, key),
+              await statusCommentId(queue, key),
             );
-            queue.setNote(key, STATUS_COMMENT_NOTE, String(id));
-          } finally {
-            queue.setNote(key, STATUS_POSTING_NOTE, undefined);
-          }
-        });
+            await queue.setNote(key, STATUS_COMMENT_NOTE, String(id));
+          }),
+        );
       }
     } finally {
-      if (runId && budget.spent > 0) queue.addRestCalls(runId, budget.spent);
+      if (runId && budget.spent > 0) await queue.addRestCalls(runId, budget.spent);
     }
   }
 }
@@ -479,8 +470,11 @@ export async function visibleJob(job: IssueJob): Promise<IssueJob | { unreadable
   };
 }
 
-export function statusCommentId(queue: RunQueue<IssueJob>, key: string): number | undefined {
-  const note = queue.getNote(key, STATUS_COMMENT_NOTE);
+export async function statusCommentId(
+  queue: Queue<IssueJob>,
+  key: string,
+): Promise<number | undefined> {
+  const note = await queue.getNote(key, STATUS_COMMENT_NOTE);
   return note ? Number(note) : undefined;
 }
 

@@ -4,7 +4,7 @@
 // started from, the commit it pushed and that attempt's test evidence. A follow-up reads it to
 // brief the model and to know the pull request is ours; each published revision updates it.
 import { z } from 'zod';
-import type { RunQueue } from '../queue/queue.js';
+import type { Queue } from '../queue/types.js';
 import type { RunResult } from '../runner/run-types.js';
 import { exitWords } from './status-comment.js';
 
@@ -28,11 +28,11 @@ export const PublishedAttempt = z.object({
 });
 export type PublishedAttempt = z.infer<typeof PublishedAttempt>;
 
-export function readPublishedAttempt(
-  queue: Pick<RunQueue<unknown>, 'getNote'>,
+export async function readPublishedAttempt(
+  queue: Pick<Queue<unknown>, 'getNote'>,
   issueKey: string,
-): PublishedAttempt | undefined {
-  const raw = queue.getNote(issueKey, REVISION_NOTE);
+): Promise<PublishedAttempt | undefined> {
+  const raw = await queue.getNote(issueKey, REVISION_NOTE);
   if (!raw) return undefined;
   try {
     const parsed = PublishedAttempt.safeParse(JSON.parse(raw));
@@ -42,12 +42,12 @@ export function readPublishedAttempt(
   }
 }
 
-export function writePublishedAttempt(
-  queue: Pick<RunQueue<unknown>, 'setNote'>,
+export async function writePublishedAttempt(
+  queue: Pick<Queue<unknown>, 'setNote'>,
   issueKey: string,
   attempt: PublishedAttempt,
-): void {
-  queue.setNote(issueKey, REVISION_NOTE, JSON.stringify(attempt));
+): Promise<void> {
+  await queue.setNote(issueKey, REVISION_NOTE, JSON.stringify(attempt));
 }
 
 /** The test evidence of a run, in the words the status comment uses; none without a command. */

@@ -25,6 +25,7 @@ export type StatusState =
       maxSteps?: number;
       /** Several attempts: the last step each has taken, by attempt number. */
       attempts?: Record<number, number>;
+      retried?: boolean;
     }
   | { kind: 'done'; prUrl: string; prNumber: number; partial: boolean; verified?: string }
   | {
@@ -84,6 +85,12 @@ export function renderStatus(
           .sort(([a], [b]) => Number(a) - Number(b))
           .map(([k, n]) => `attempt ${k}: step ${n}${of}`);
         lines.push('', `Parallel attempts: ${progress.join(' · ')}.`);
+      }
+      if (state.retried) {
+        lines.push(
+          '',
+          'The previous attempt was interrupted (a restart, or its worker was lost); this is the last try.',
+        );
       }
       lines.push('', 'Comment `/frognano cancel` to stop it.');
       break;

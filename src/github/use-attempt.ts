@@ -9,7 +9,7 @@ import { redactSecrets, registerSecret } from '../redact.js';
 import type { AttemptSummary, RunResult } from '../runner/run-types.js';
 import type { GitHubClient } from './octokit.js';
 import { renderPrBody } from './pr-body.js';
-import type { RunQueue } from '../queue/queue.js';
+import type { Queue } from '../queue/types.js';
 import { readRunRecord, writeRunRecord } from '../web/run-record.js';
 import { runPageUrl } from '../web/run-page-handler.js';
 import type { IssueJob } from './job.js';
@@ -241,7 +241,7 @@ export function withSelected(result: RunResult, attempt: number, by: string): Ru
 }
 
 export interface UseCommandDeps {
-  queue: RunQueue<IssueJob>;
+  queue: Queue<IssueJob>;
   dataDir: string;
   gitBaseUrl: string;
   publicUrl?: string;
@@ -316,8 +316,7 @@ async function publishedRun(
   issueNumber: number,
 ): Promise<PublishedRun | undefined> {
   const key = issueKey({ ...target, issueNumber });
-  const run = deps.queue
-    .list('done')
+  const run = (await deps.queue.list('done'))
     .filter((r) => r.key === key && r.outcome === 'pull_request')
     .sort((a, b) => (b.finishedAt ?? 0) - (a.finishedAt ?? 0))[0];
   if (!run) return undefined;

@@ -1,9 +1,9 @@
 // Workers: take a queued run, drive the pipeline, keep the status comment truthful, publish the
 // draft PR, finish the record. All GitHub traffic of a run stays within its REST budget.
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { RunQueue, RunRecord } from '../queue/queue.js';
+import type { Queue, RunRecord } from '../queue/types.js';
 import {
   countRunResult,
   type Metrics,
@@ -14,12 +14,7 @@ import {
 import type { RunProgress, RunRequest, RunResult, SandboxKind } from '../runner/run-types.js';
 import { redactSecrets, registerSecret } from '../redact.js';
 import { FollowUpRefused, prepareFollowUp, publishFollowUp } from './follow-up.js';
-import {
-  STATUS_COMMENT_NOTE,
-  STATUS_POSTING_NOTE,
-  statusCommentId,
-  triggerWords,
-} from './intake.js';
+import { STATUS_COMMENT_NOTE, triggerWords } from './intake.js';
 import type { IssueJob } from './job.js';
 import type { KeyedLock } from './keyed-lock.js';
 import type { GitHubClient } from './octokit.js';
@@ -54,7 +49,7 @@ import { runPageUrl } from '../web/index.js';
 export type RunPipelineFn = (request: RunRequest) => Promise<RunResult>;
 
 export interface WorkerDeps {
-  queue: RunQueue<IssueJob>;
+  queue: Queue<IssueJob>;
   auth: (installationId: number) => Promise<GitHubClient>;
   /**
    * A fresh installation token (one REST call). Through the App's client, so it honours the
@@ -83,6 +78,8 @@ export interface WorkerDeps {
   /** How often workers look for queued runs and cancel flags (other processes may write them). */
   pollMs?: number;
   git?: GitRunner;
+  /** How long a run's trajectory is kept in a shared queue for serve to show (default 14 days). */
+  artifactTtlSeconds?: number;
   /**
    * How long a run may take past its agent time limit (`timeout_minutes`: patch capture,
    * the tests after the change, the policy) before the worker stops it. Default 15 minutes.
@@ -121,48 +118,105 @@ export class WorkerPool {
   #timer: NodeJS.Timeout | undefined;
   #stopped = true;
   #idleWaiters: (() => void)[] = [];
+  #kicking: Promise<void> | undefined;
+  #kickAgain = false;
+  #polling: Promise<void> | undefined;
+  #sweeping: Promise<void> | undefined;
+  /** Runs this process lost to another worker: they end here without a word. */
+  readonly #lost = new Set<string>();
+  #reapOrphans: ((liveRunIds: string[]) => Promise<void>) | undefined;
 
   constructor(private readonly deps: WorkerDeps) {}
 
   start(): void {
     this.#stopped = false;
-    const poll = () => {
-      this.kick();
+    let sweeps = 0;
+    const poll = async () => {
       for (const [runId, { controller }] of this.#running) {
-        if (!controller.signal.aborted && this.deps.queue.isCancelRequested(runId))
+        if (controller.signal.aborted) continue;
+        if (!(await this.deps.queue.stillHeld(runId))) {
+          // Thought lost (this process stalled past its lock): another worker runs it now.
+          this.#lost.add(runId);
           controller.abort();
+        } else if (await this.deps.queue.isCancelRequested(runId)) {
+          controller.abort();
+        }
+      }
+      // A shared queue loses runs with their workers at any time, not only before a start:
+      // every few polls, runs BullMQ found stalled are requeued or failed and their issues
+      // told (on its own chain: telling an issue must not hold up claiming).
+      if (this.deps.queue.kind === 'bullmq' && ++sweeps % 3 === 0 && this.#reapOrphans) {
+        const reapOrphans = this.#reapOrphans;
+        this.#sweeping ??= this.recover(reapOrphans, { reap: false })
+          .then(() => undefined)
+          .catch((error: unknown) => this.deps.log.warn({ err: error }, 'lost-run sweep failed'))
+          .finally(() => (this.#sweeping = undefined));
       }
     };
-    this.#timer = setInterval(poll, this.deps.pollMs ?? 2000);
+    this.#timer = setInterval(() => {
+      this.kick();
+      if (this.#polling) return;
+      this.#polling = poll()
+        .catch((error: unknown) => this.deps.log.warn({ err: error }, 'worker poll failed'))
+        .finally(() => (this.#polling = undefined));
+    }, this.deps.pollMs ?? 2000);
     this.#timer.unref?.();
     this.kick();
   }
 
-  /** Claims as many queued runs as the global concurrency allows. */
+  /** Claims as many queued runs as the concurrency allows (calls coalesce). */
   kick(): void {
     if (this.#stopped) return;
-    for (let run = this.deps.queue.claim(); run; run = this.deps.queue.claim()) {
-      const claimed = run;
-      const controller = new AbortController();
-      const clock = startRunClock(this.deps.metrics);
-      const done = this.#process(claimed, controller, clock)
-        .catch((error: unknown) => {
-          this.deps.log.error({ err: error, runId: claimed.id }, 'run crashed');
-          clock.finish('failed', 'internal_error');
-          this.deps.queue.finish(claimed.id, 'failed', {
-            outcome: 'internal_error',
-            summary: String(error),
-          });
-        })
-        .finally(() => {
-          this.#running.delete(claimed.id);
-          this.kick();
-          this.#notifyIdle();
-        });
-      this.#running.set(claimed.id, { controller, done });
-      if (this.#stopped) break;
+    if (this.#kicking) {
+      this.#kickAgain = true;
+      return;
     }
-    this.#notifyIdle();
+    this.#kicking = this.#claimAll()
+      .catch((error: unknown) => this.deps.log.error({ err: error }, 'claiming runs failed'))
+      .finally(() => {
+        this.#kicking = undefined;
+        if (this.#kickAgain) {
+          this.#kickAgain = false;
+          this.kick();
+        } else {
+          this.#notifyIdle();
+        }
+      });
+  }
+
+  async #claimAll(): Promise<void> {
+    do {
+      this.#kickAgain = false;
+      for (let run = await this.#claim(); run; run = await this.#claim()) {
+        const claimed = run;
+        const controller = new AbortController();
+        const clock = startRunClock(this.deps.metrics);
+        const done = this.#process(claimed, controller, clock)
+          .catch(async (error: unknown) => {
+            this.deps.log.error({ err: error, runId: claimed.id }, 'run crashed');
+            clock.finish('failed', 'internal_error');
+            await this.deps.queue.finish(claimed.id, 'failed', {
+              outcome: 'internal_error',
+              summary: String(error),
+            });
+          })
+          .catch((error: unknown) => this.deps.log.error({ err: error }, 'finishing failed'))
+          .finally(() => {
+            this.#running.delete(claimed.id);
+            this.#lost.delete(claimed.id);
+            this.kick();
+            this.#notifyIdle();
+          });
+        this.#running.set(claimed.id, { controller, done });
+      }
+    } while (this.#kickAgain && !this.#stopped);
+  }
+
+  #claim(): Promise<RunRecord<IssueJob> | undefined> {
+    if (this.#stopped || this.#running.size >= this.deps.queue.concurrency) {
+      return Promise.resolve(undefined);
+    }
+    return this.deps.queue.claim();
   }
 
   /** Aborts a run of this process; false when it does not run here. */
@@ -178,15 +232,22 @@ export class WorkerPool {
   }
 
   /** Resolves when this process runs nothing and nothing it could take is queued. */
-  idle(): Promise<void> {
-    if (this.#isIdle()) return Promise.resolve();
-    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  async idle(): Promise<void> {
+    while (!(await this.#isIdle())) {
+      await new Promise<void>((resolve) => {
+        this.#idleWaiters.push(resolve);
+        setTimeout(resolve, 50).unref?.();
+      });
+    }
   }
 
   /** Stops taking runs and aborts those in flight (their records end cancelled or failed). */
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearInterval(this.#timer);
+    await this.#kicking;
+    await this.#polling;
+    await this.#sweeping;
     for (const { controller } of this.#running.values()) controller.abort();
     await Promise.all([...this.#running.values()].map((r) => r.done));
   }
@@ -194,34 +255,45 @@ export class WorkerPool {
   /**
    * At start, before taking runs: runs left `running` by a dead process are requeued once or
    * failed, whatever they left behind is reaped, and their issues are told what happened.
+   * With a shared queue it runs again now and then (runs of workers on other hosts).
    */
   async recover(
     reapOrphans: (liveRunIds: string[]) => Promise<void>,
+    options: { reap?: boolean } = {},
   ): Promise<{ requeued: number; failed: number }> {
     const { deps } = this;
-    const { requeued, failed } = deps.queue.recoverInterrupted();
-    await reapOrphans(this.runningIds);
+    this.#reapOrphans = reapOrphans;
+    const { requeued, failed } = await deps.queue.recoverInterrupted();
+    if (options.reap !== false) await reapOrphans(this.runningIds);
+    const lostWhat =
+      deps.queue.kind === 'bullmq'
+        ? 'its worker was lost (a crash, a kill or a host going away)'
+        : 'by a restart of the app (a crash or a deployment)';
     for (const run of [...requeued, ...failed]) {
       const budget = new RestBudget(undefined, run.restCalls);
       try {
         const octokit = budget.attach(await deps.auth(run.job.installationId));
         const state: StatusState =
           run.state === 'queued'
-            ? { kind: 'queued', position: deps.queue.position(run.id) ?? 1, requeued: true }
+            ? {
+                kind: 'queued',
+                position: (await deps.queue.position(run.id)) ?? 1,
+                requeued: true,
+              }
             : run.state === 'cancelled'
               ? { kind: 'cancelled' }
               : {
                   kind: 'failed',
-                  reason: `the run was interrupted ${run.attempts} times by a restart of the app (a crash or a deployment), so it was given up. Nothing was published.`,
+                  reason: `the run was interrupted ${run.attempts} times: ${lostWhat}, so it was given up. Nothing was published.`,
                 };
-        const reporter = this.#statusReporter(run, octokit, budget, {
+        const reporter = await this.#statusReporter(run, octokit, budget, {
           throttleMs: 0,
           reserve: 0,
           log: deps.log,
         });
         await reporter.finish(state);
       } finally {
-        deps.queue.addRestCalls(run.id, budget.spent);
+        await deps.queue.addRestCalls(run.id, budget.spent);
       }
     }
     if (requeued.length + failed.length > 0) {
@@ -229,18 +301,17 @@ export class WorkerPool {
         { requeued: requeued.length, failed: failed.length },
         'recovered interrupted runs',
       );
+      this.kick();
     }
     return { requeued: requeued.length, failed: failed.length };
   }
 
-  #isIdle(): boolean {
-    return (
-      this.#running.size === 0 && (this.#stopped || this.deps.queue.list('queued').length === 0)
-    );
+  async #isIdle(): Promise<boolean> {
+    if (this.#running.size > 0 || this.#kicking) return false;
+    return this.#stopped || (await this.deps.queue.list('queued')).length === 0;
   }
 
   #notifyIdle(): void {
-    if (!this.#isIdle()) return;
     const waiters = this.#idleWaiters.splice(0);
     for (const w of waiters) w();
   }
@@ -249,26 +320,44 @@ export class WorkerPool {
    * The issue's status comment for this run: its id shared with intake through the queue, its
    * writes under the issue's lock.
    */
-  #statusReporter(
+  async #statusReporter(
     run: RunRecord<IssueJob>,
     octokit: GitHubClient,
     budget: RestBudget,
     options: Pick<StatusReporterOptions, 'throttleMs' | 'reserve' | 'log'>,
-  ): StatusReporter {
+    onWrite?: () => Promise<void>,
+  ): Promise<StatusReporter> {
     const { queue, lock } = this.deps;
     const { job } = run;
     const key = issueKey(job);
+    // Shared with intake (maybe on another host) through the queue: read afresh before each write.
+    const note = async () => {
+      const value = await queue.getNote(key, STATUS_COMMENT_NOTE);
+      return value ? Number(value) : undefined;
+    };
+    let commentId = await note();
+    let saving: Promise<void> = Promise.resolve();
     let intakeDone: Promise<void> | undefined;
     return new StatusReporter({
       ...options,
       octokit,
       issue: { owner: job.owner, repo: job.repo, issueNumber: job.issueNumber },
-      commentId: () => statusCommentId(queue, key),
-      onCommentId: (id) => queue.setNote(key, STATUS_COMMENT_NOTE, String(id)),
+      commentId: () => commentId,
+      onCommentId: (id) => {
+        commentId = id;
+        saving = queue.setNote(key, STATUS_COMMENT_NOTE, String(id));
+      },
       serialize: async (write) => {
         intakeDone ??= this.#intakeDone(run);
         await intakeDone;
-        await lock.run(key, write);
+        await lock.run(key, () =>
+          queue.exclusive(key, async () => {
+            commentId = await note();
+            await onWrite?.();
+            await write();
+            await saving;
+          }),
+        );
       },
       budget,
       meta: {
@@ -280,20 +369,17 @@ export class WorkerPool {
   }
 
   /**
-   * Waits (bounded) while intake is writing this issue's status comment: intake in another
-   * process (`frognano serve`) may be creating the "queued" comment right now, and a worker that
-   * wrote first would find no comment and create a second one. (In one process the issue's lock
-   * already orders them.) A note older than the wait is a crashed intake's: ignored.
+   * Waits (bounded) until intake has handled the delivery that made this run: intake in
+   * another process (`frognano serve`) may still be posting the "queued" comment.
    */
   async #intakeDone(run: RunRecord<IssueJob>): Promise<void> {
     const { queue } = this.deps;
-    const key = issueKey(run.job);
     const deadline = Date.now() + INTAKE_WAIT_MS;
-    const posting = () => {
-      const since = Number(queue.getNote(key, STATUS_POSTING_NOTE) ?? NaN);
-      return Date.now() - since < INTAKE_WAIT_MS;
-    };
-    while (posting() && Date.now() < deadline) {
+    const pending = async () =>
+      run.deliveryId !== undefined &&
+      (await queue.getNote(issueKey(run.job), STATUS_COMMENT_NOTE)) === undefined &&
+      (await queue.pendingDeliveries()).some((d) => d.deliveryId === run.deliveryId);
+    while ((await pending()) && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
@@ -310,13 +396,25 @@ export class WorkerPool {
       runId: record.id,
       issue: `${job.owner}/${job.repo}#${job.issueNumber}`,
     });
-    const budget = new RestBudget(undefined, () => deps.queue.get(record.id)?.restCalls ?? 0);
+    // Calls intake made for this run (maybe still recording them): refreshed before each status write.
+    let before = record.restCalls;
+    const budget = new RestBudget(undefined, () => before);
     const octokit = budget.attach(await deps.auth(job.installationId));
-    const status = this.#statusReporter(record, octokit, budget, {
-      throttleMs: deps.statusThrottleMs,
-      reserve: () => PUBLISH_RESERVE + (deps.botIdentityKnown?.() === false ? IDENTITY_CALLS : 0),
-      log,
-    });
+    const status = await this.#statusReporter(
+      record,
+      octokit,
+      budget,
+      {
+        throttleMs: deps.statusThrottleMs,
+        reserve: () => PUBLISH_RESERVE + (deps.botIdentityKnown?.() === false ? IDENTITY_CALLS : 0),
+        log,
+      },
+      async () => {
+        before = (await deps.queue.get(record.id))?.restCalls ?? before;
+      },
+    );
+    // A run taken up again after its first attempt was lost says so while it runs.
+    const retried = record.attempts > 1 ? true : undefined;
     const mintToken = async (): Promise<string> => {
       // Made with the App's own client, outside this run's request hook: counted by hand.
       budget.spend();
@@ -370,7 +468,7 @@ export class WorkerPool {
         state = final.kind === 'done' ? 'done' : 'failed';
         outcome = final.kind === 'done' ? 'pull_request' : 'publish_failed';
       } else {
-        status.update({ kind: 'running', phase: 'clone' });
+        status.update({ kind: 'running', phase: 'clone', retried });
         // A follow-up on the bot's pull request starts from its head, briefed with the feedback.
         const followUp = job.review ? await prepareFollowUp(octokit, deps.queue, job) : undefined;
         if (followUp && 'refused' in followUp) throw new FollowUpRefused(followUp.refused);
@@ -387,6 +485,7 @@ export class WorkerPool {
               phase: event.phase,
               step: event.phase === 'agent' ? 0 : undefined,
               maxSteps,
+              retried,
             });
           } else {
             maxSteps = event.maxSteps;
@@ -397,6 +496,7 @@ export class WorkerPool {
               step: event.step,
               maxSteps: event.maxSteps,
               ...(event.attempt !== undefined ? { attempts: { ...attemptSteps } } : {}),
+              retried,
             });
           }
         };
@@ -421,6 +521,9 @@ export class WorkerPool {
         phases.end();
         countRunResult(deps.metrics, deps.sandbox, result);
         outcome = result.outcome;
+        if (result.trajectoryPath) {
+          await this.#shareTrajectory(record.id, result.trajectoryPath, log);
+        }
         const refusal =
           signal.aborted && result.outcome !== 'completed'
             ? { kind: 'cancelled' as const }
@@ -444,6 +547,10 @@ export class WorkerPool {
           final = { kind: 'cancelled' };
           state = 'cancelled';
           outcome = 'cancelled';
+        } else if (!(await deps.queue.stillHeld(record.id))) {
+          // Another worker took the run up meanwhile: it publishes, not this one.
+          this.#lost.add(record.id);
+          final = { kind: 'interrupted' };
         } else if (followUp) {
           final = await publishFollowUp({
             brief: followUp,
@@ -504,12 +611,20 @@ export class WorkerPool {
       clearTimeout(deadlineTimer);
       phases.end();
     }
+    if (this.#lost.delete(record.id)) {
+      log.warn(
+        { restCalls: budget.used },
+        'run taken up by another worker; this attempt ends silently',
+      );
+      clock.finish('interrupted', 'interrupted');
+      return;
+    }
     if (this.#stopped && signal.aborted && state !== 'done' && !overdue) {
       // Shutdown, not a cancel: the record stays `running`, so the next start requeues it once.
       await status.finish({ kind: 'interrupted' });
       log.info({ restCalls: budget.used }, 'run interrupted by shutdown');
       clock.finish('interrupted', 'interrupted');
-      deps.queue.addRestCalls(record.id, budget.spent);
+      await deps.queue.addRestCalls(record.id, budget.spent);
       return;
     }
     if (job.review && (final.kind === 'failed' || final.kind === 'no-change')) {
@@ -518,8 +633,20 @@ export class WorkerPool {
     await status.finish(final);
     log.info({ state, outcome, restCalls: budget.used }, 'run finished');
     clock.finish(state, outcome);
-    deps.queue.addRestCalls(record.id, budget.spent);
-    deps.queue.finish(record.id, state, { outcome, summary: final.kind });
+    await deps.queue.addRestCalls(record.id, budget.spent);
+    await deps.queue.finish(record.id, state, { outcome, summary: final.kind });
+  }
+
+  /** With a shared queue, serve (another host) shows the trajectory from there. */
+  async #shareTrajectory(runId: string, path: string, log: Logger): Promise<void> {
+    if (this.deps.queue.kind === 'sqlite') return;
+    try {
+      const ttl = this.deps.artifactTtlSeconds ?? 14 * 24 * 3600;
+      await this.deps.queue.putArtifact(runId, 'trajectory.json', await readFile(path), ttl);
+    } catch (error) {
+      // The PR still opens; only its trajectory link will answer 404 on other hosts.
+      log.warn({ err: error }, 'trajectory not shared through the queue');
+    }
   }
 
   async #publish(
@@ -625,9 +752,9 @@ export class WorkerPool {
           ),
       });
       // What a follow-up on this pull request is briefed with (revision-record.ts).
-      const issueText = pending.issueText ?? deps.queue.get(pending.runId)?.job.issueText;
+      const issueText = pending.issueText ?? (await deps.queue.get(pending.runId))?.job.issueText;
       if (issueText !== undefined) {
-        writePublishedAttempt(deps.queue, issueKey(pending), {
+        await writePublishedAttempt(deps.queue, issueKey(pending), {
           prNumber: published.prNumber,
           branch: published.branch,
           baseBranch: pending.baseBranch,

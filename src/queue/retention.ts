@@ -4,13 +4,13 @@
 import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { RunQueue } from './queue.js';
+import type { Queue } from './types.js';
 
 export const DEFAULT_RETENTION_DAYS = 30;
 const DAY_MS = 24 * 3600 * 1000;
 
 export interface RetentionOptions {
-  queue: RunQueue<unknown>;
+  queue: Pick<Queue<unknown>, 'pruneFinished' | 'get'>;
   /** Holds one directory per run id (`<dir>/<runId>/trajectory.json`). */
   trajectoriesDir: string;
   retentionDays: number;
@@ -27,7 +27,7 @@ export async function pruneRetention(
   options: RetentionOptions,
 ): Promise<{ runs: number; trajectories: number }> {
   const cutoff = (options.now ?? Date.now()) - options.retentionDays * DAY_MS;
-  const pruned = options.queue.pruneFinished(cutoff);
+  const pruned = await options.queue.pruneFinished(cutoff);
   const doomed = new Set(pruned);
   let names: string[] = [];
   try {
@@ -40,7 +40,7 @@ export async function pruneRetention(
     const dir = join(options.trajectoriesDir, name);
     if (!doomed.has(name)) {
       // A run the queue still has is kept whatever its age (it may still be queued or running).
-      if (options.queue.get(name)) continue;
+      if (await options.queue.get(name)) continue;
       const info = await stat(dir).catch(() => undefined);
       if (!info || info.mtimeMs >= cutoff) continue;
     }

@@ -1,7 +1,7 @@
 // The runs as the web pages and `frognano runs` see them, behind one small async interface, so a
 // shared queue backend only has to implement `RunListing`.
 import type { IssueJob } from '../github/job.js';
-import type { RunQueue, RunState } from '../queue/queue.js';
+import type { Queue, RunRecord, RunState } from '../queue/types.js';
 import { readRunRecord, readTrajectory } from './run-record.js';
 
 export interface RunSummary {
@@ -50,9 +50,9 @@ export function triggerOf(job: Pick<IssueJob, 'source' | 'sender'>): string {
   return `${how} by @${job.sender.login}`;
 }
 
-/** The listing over today's embedded SQLite queue. */
+/** The listing over the queue (SQLite or Redis, through the async queue door). */
 export function queueRunListing(
-  queue: Pick<RunQueue<IssueJob>, 'list' | 'get'>,
+  queue: Pick<Queue<IssueJob>, 'list' | 'get'>,
   options: {
     gitBaseUrl: string;
     /** Where a run keeps trajectory.json and run.json (the worker's run output directory). */
@@ -60,7 +60,7 @@ export function queueRunListing(
   },
 ): RunListing {
   const { runDir } = options;
-  const summarize = async (run: ReturnType<RunQueue<IssueJob>['list']>[number]) => {
+  const summarize = async (run: RunRecord<IssueJob>) => {
     const { job } = run;
     const repo = `${job.owner}/${job.repo}`;
     const summary: RunSummary = {
@@ -100,15 +100,14 @@ export function queueRunListing(
     runDir,
     async listRuns(filter = {}) {
       const repo = filter.repo?.toLowerCase();
-      const runs = queue
-        .list(filter.state)
+      const runs = (await queue.list(filter.state))
         .filter((r) => !repo || `${r.job.owner}/${r.job.repo}`.toLowerCase() === repo)
         .reverse()
         .slice(0, filter.limit ?? 200);
       return Promise.all(runs.map(summarize));
     },
     async getRun(id) {
-      const run = queue.get(id);
+      const run = await queue.get(id);
       return run ? summarize(run) : undefined;
     },
   };

@@ -78,7 +78,7 @@ describe('attempts through the App', () => {
     expect(await harness.deliver('issues', labeledPayload(), 'attempts-label')).toBe(200);
     await harness.app.intake!.idle();
     await harness.app.workers!.idle();
-    const [run] = harness.app.queue!.list();
+    const [run] = await harness.app.queue!.list();
     expect(run).toMatchObject({ state: 'done', outcome: 'pull_request' });
 
     const body = String(prRequest?.body);

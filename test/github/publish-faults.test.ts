@@ -161,7 +161,7 @@ describe('publishing through GitHub faults (real App auth)', () => {
     );
     await settle(harness);
 
-    const [run] = harness.app.queue!.list();
+    const [run] = await harness.app.queue!.list();
     expect(run).toMatchObject({ state: 'done', outcome: 'pull_request' });
     expect(created).toMatchObject({ head: 'frognano/issue-1', draft: true });
     // One status comment, edited to the end; the PR asked for twice, one second apart.
@@ -173,7 +173,9 @@ describe('publishing through GitHub faults (real App auth)', () => {
     expect(pushes.length).toBeGreaterThanOrEqual(2);
     expect(branchHead(harness)).toMatch(/^[0-9a-f]{40}$/);
     // Retries are counted: the run's record is never below what GitHub saw.
-    expect(harness.app.queue!.get(run!.id)!.restCalls).toBeGreaterThanOrEqual(gh.calls.length);
+    expect((await harness.app.queue!.get(run!.id))!.restCalls).toBeGreaterThanOrEqual(
+      gh.calls.length,
+    );
     expect(gh.authFailures).toEqual([]);
     expect(readdirSync(pendingPublishDir(harness.dataDir))).toEqual([]);
     expect(readdirSync(join(harness.dataDir, 'publish'))).toEqual([]);
@@ -190,7 +192,7 @@ describe('publishing through GitHub faults (real App auth)', () => {
     harness = await startHarness({ script: fixScript(), gitHttp: gh });
     await harness.deliver('issues', labeledPayload({ sender: maintainer }), 'r-1');
     await settle(harness);
-    const [first] = harness.app.queue!.list();
+    const [first] = await harness.app.queue!.list();
     expect(first).toMatchObject({ state: 'failed', outcome: 'publish_failed' });
     const failed = gh.statusBodies.at(-1) ?? '';
     expect(failed).toContain('pushing the branch or opening the draft pull request failed');
@@ -216,7 +218,7 @@ describe('publishing through GitHub faults (real App auth)', () => {
       'r-2',
     );
     await settle(harness);
-    const second = harness.app.queue!.list().find((r) => r.id !== first!.id);
+    const second = (await harness.app.queue!.list()).find((r) => r.id !== first!.id);
     expect(second).toMatchObject({ state: 'done', outcome: 'pull_request' });
     expect(harness.model!.chatRequests).toHaveLength(modelCalls);
     expect(harness.model!.exhaustedRequests).toBe(0);
@@ -239,7 +241,7 @@ describe('publishing through GitHub faults (real App auth)', () => {
     const first = await startHarness({ script: fixScript(), gitHttp: gh });
     await first.deliver('issues', labeledPayload({ sender: maintainer }), 'c-1');
     await settle(first);
-    const [done] = first.app.queue!.list();
+    const [done] = await first.app.queue!.list();
     const kept = JSON.parse(
       readFileSync(join(pendingPublishDir(first.dataDir), `${done!.id}.json`), 'utf8'),
     ) as PendingPublish;
@@ -285,7 +287,7 @@ describe('publishing through GitHub faults (real App auth)', () => {
       });
       expect(readdirSync(publishRoot).sort()).toEqual([`publish-${alive.pid}-live`]);
       await settle(harness);
-      expect(harness.app.queue!.get(interrupted.id)).toMatchObject({
+      expect(await harness.app.queue!.get(interrupted.id)).toMatchObject({
         state: 'done',
         outcome: 'pull_request',
         attempts: 2,

@@ -145,7 +145,7 @@ describeDocker('restart after a crash (real Docker, real process kill)', () => {
     expect(after.filter((b) => b.includes('the run failed'))).toEqual([]);
     expect(last).toContain('no pull request: the model finished without changing any file.');
     expect(last).toContain('> Nothing needed changing.');
-    expect(harness.app.queue!.get(runId)).toMatchObject({
+    expect(await harness.app.queue!.get(runId)).toMatchObject({
       state: 'done',
       attempts: 2,
       outcome: 'no_change',

@@ -153,7 +153,10 @@ async function firstAttempt(
   expect(await harness.deliver('issues', payload)).toBe(200);
   await harness.app.intake!.idle();
   await harness.app.workers!.idle();
-  expect(harness.app.queue!.list()[0]).toMatchObject({ state: 'done', outcome: 'pull_request' });
+  expect((await harness.app.queue!.list())[0]).toMatchObject({
+    state: 'done',
+    outcome: 'pull_request',
+  });
   return { gh, head: branchHead(), prBody };
 }
 
@@ -259,7 +262,7 @@ describe('follow-up on the draft pull request', () => {
     await harness!.app.intake!.idle();
     await harness!.app.workers!.idle();
 
-    const runs = harness!.app.queue!.list();
+    const runs = await harness!.app.queue!.list();
     const review = runs.find((r) => r.key.endsWith('#7'));
     expect(review).toMatchObject({ state: 'done', outcome: 'revision' });
 
@@ -383,7 +386,7 @@ describe('follow-up guards', () => {
     await harness!.app.intake!.idle();
     await harness!.app.workers!.idle();
 
-    const review = harness!.app.queue!.list().find((r) => r.key.endsWith('#7'));
+    const review = (await harness!.app.queue!.list()).find((r) => r.key.endsWith('#7'));
     expect(review).toMatchObject({ state: 'failed', outcome: 'publish_failed' });
     const task = String(
       harness!.model!.chatRequests[firstRunRequests]!.body!.messages![1]!.content,
@@ -412,7 +415,7 @@ describe('follow-up guards', () => {
     await harness!.app.intake!.idle();
     await harness!.app.workers!.idle();
 
-    expect(harness!.app.queue!.list().find((r) => r.key.endsWith('#7'))).toMatchObject({
+    expect((await harness!.app.queue!.list()).find((r) => r.key.endsWith('#7'))).toMatchObject({
       state: 'done',
       outcome: 'no_change',
     });
@@ -470,7 +473,7 @@ describe('follow-up guards', () => {
     await harness.app.intake!.idle();
     await harness.app.workers!.idle();
 
-    expect(harness.app.queue!.list().filter((r) => r.state !== 'cancelled')).toEqual([]);
+    expect((await harness.app.queue!.list()).filter((r) => r.state !== 'cancelled')).toEqual([]);
     expect(harness.model!.chatRequests).toEqual([]);
     expect(gh.comments).toEqual(
       expect.arrayContaining([
@@ -528,7 +531,7 @@ describe('follow-up guards', () => {
     release();
     await harness!.app.workers!.idle();
 
-    const review = harness!.app.queue!.list().find((r) => r.key.endsWith('#7'));
+    const review = (await harness!.app.queue!.list()).find((r) => r.key.endsWith('#7'));
     expect(review).toMatchObject({ state: 'cancelled' });
     expect(branchHead()).toBe(first.head);
     expect(first.gh.statusBodies.at(-1)).toContain('cancelled');

@@ -11,6 +11,7 @@ import type { IssueJob } from '../../src/github/job.js';
 import { KeyedLock } from '../../src/github/keyed-lock.js';
 import { WorkerPool, type RunPipelineFn } from '../../src/github/worker.js';
 import { RunQueue } from '../../src/queue/queue.js';
+import { SqliteQueue } from '../../src/queue/sqlite-queue.js';
 import { mockStatusComment, newGitHubMock } from './helpers/app-harness.js';
 import { TEST_INSTALLATION_TOKEN, silentLog, testOctokit } from './helpers/github.js';
 import { runResult } from './helpers/run-result.js';
@@ -45,7 +46,7 @@ async function runWith(runPipeline: RunPipelineFn) {
   gh.tokens.add(TEST_INSTALLATION_TOKEN);
   mockStatusComment(gh, 1);
   const pool = new WorkerPool({
-    queue,
+    queue: new SqliteQueue(queue),
     auth: () => Promise.resolve(testOctokit()),
     mintInstallationToken: () => Promise.resolve('ghs_unused'),
     runPipeline,

@@ -100,7 +100,7 @@ describe('/metrics on the App server', () => {
 
     release();
     await harness.app.workers!.idle();
-    const [run] = harness.app.queue!.list();
+    const [run] = await harness.app.queue!.list();
     expect(run).toMatchObject({ state: 'done', outcome: 'pull_request' });
 
     const after = (await scrape(harness.url)).exposition;
@@ -217,7 +217,10 @@ describe('frognano serve + frognano worker: each its own /metrics', () => {
       200,
     );
     await serve.app.intake!.idle();
-    await waitFor(() => worker.app.queue!.list()[0]?.state === 'done', 'the worker to finish');
+    await waitFor(
+      async () => (await worker.app.queue!.list())[0]?.state === 'done',
+      'the worker to finish',
+    );
 
     const atServe = (await scrape(serve.url)).exposition;
     const atWorker = (await scrape(workerMetrics.url)).exposition;

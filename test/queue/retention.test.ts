@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RunQueue } from '../../src/queue/queue.js';
+import { SqliteQueue } from '../../src/queue/sqlite-queue.js';
 import { pruneRetention } from '../../src/queue/retention.js';
 
 const DAY = 24 * 3600 * 1000;
@@ -45,7 +46,7 @@ describe('pruneRetention', () => {
 
       // 31 days from now, the failed run is past a 30-day retention.
       const result = await pruneRetention({
-        queue: q,
+        queue: new SqliteQueue(q),
         trajectoriesDir: join(dir, 'trajectories'),
         retentionDays: 30,
         now: Date.now() + 31 * DAY,
@@ -62,7 +63,7 @@ describe('pruneRetention', () => {
       // Nothing recent is touched.
       expect(
         await pruneRetention({
-          queue: q,
+          queue: new SqliteQueue(q),
           trajectoriesDir: join(dir, 'trajectories'),
           retentionDays: 30,
         }),
@@ -77,7 +78,7 @@ describe('pruneRetention', () => {
     try {
       expect(
         await pruneRetention({
-          queue: q,
+          queue: new SqliteQueue(q),
           trajectoriesDir: join(dir, 'nope'),
           retentionDays: 30,
         }),

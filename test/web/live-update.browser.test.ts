@@ -12,6 +12,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { IssueJob } from '../../src/github/job.js';
 import { runOutDir } from '../../src/github/worker.js';
 import { RunQueue } from '../../src/queue/queue.js';
+import { SqliteQueue } from '../../src/queue/sqlite-queue.js';
 import { runPipeline } from '../../src/runner/run.js';
 import { queueRunListing, recordingRunResults, runPageHandler } from '../../src/web/index.js';
 import { createPythonRepo, ISSUE_TEXT } from '../support/python-repo.js';
@@ -36,7 +37,7 @@ describeBrowser('live run page (App handler, headless Chromium)', () => {
   beforeAll(async () => {
     work = await mkdtemp(path.join(tmpdir(), 'frognano-live-'));
     queue = RunQueue.open<IssueJob>({ dataDir: path.join(work, 'data'), concurrency: 1 });
-    const listing = queueRunListing(queue, {
+    const listing = queueRunListing(new SqliteQueue(queue), {
       gitBaseUrl: 'https://github.com',
       runDir: (id) => runOutDir(path.join(work, 'data'), id),
     });

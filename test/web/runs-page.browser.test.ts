@@ -12,6 +12,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { IssueJob } from '../../src/github/job.js';
 import { runOutDir } from '../../src/github/worker.js';
 import { RunQueue } from '../../src/queue/queue.js';
+import { SqliteQueue } from '../../src/queue/sqlite-queue.js';
 import {
   queueRunListing,
   runPageHandler,
@@ -79,7 +80,7 @@ describeBrowser('runs page behind GitHub sign-in (fake OAuth, headless Chromium)
         { login: 'bob', id: 11, repos: { 'octo/pushable': { push: false } } },
       ],
     });
-    const listing = queueRunListing(queue, {
+    const listing = queueRunListing(new SqliteQueue(queue), {
       gitBaseUrl: 'https://github.example',
       runDir: (id) => runOutDir(dataDir, id),
     });

@@ -586,12 +586,12 @@ export function mockPullRequest(
 }
 
 export async function waitFor(
-  check: () => boolean,
+  check: () => boolean | Promise<boolean>,
   what: string,
   timeoutMs = 20_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }

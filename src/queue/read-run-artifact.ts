@@ -1,0 +1,31 @@
+// A run's files (trajectory.json, ...) for whoever shows them (serve's trajectory link, the run
+// viewer): from this host's data directory when the run was here, else from the shared queue
+// (a worker on another host put it there). Names are plain file names, never paths.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Queue } from './types.js';
+
+const RUN_ID = /^[0-9a-f-]{36}$/;
+const NAME = /^[\w.-]+$/;
+
+export interface RunArtifactSource {
+  dataDir: string;
+  queue?: Pick<Queue, 'getArtifact'>;
+}
+
+/** The file's bytes, or undefined when neither place has it. */
+export async function readRunArtifact(
+  runId: string,
+  name: string,
+  from: RunArtifactSource,
+): Promise<Buffer | undefined> {
+  if (!RUN_ID.test(runId) || !NAME.test(name) || name.startsWith('.')) {
+    throw new Error(`not a run artifact: ${JSON.stringify(runId)} / ${JSON.stringify(name)}`);
+  }
+  try {
+    return await readFile(join(from.dataDir, 'trajectories', runId, name));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  return from.queue?.getArtifact(runId, name);
+}

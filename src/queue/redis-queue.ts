@@ -1,0 +1,696 @@
+// The distributed backend: run records in Redis (atomic Lua scripts keep the same guarantees as
+// the SQLite transactions), work handed out by BullMQ. BullMQ holds one job per run that may
+// be claimed (job id = run id); a worker takes it with a lock it renews while the run lives, so
+// a worker that dies stops renewing, BullMQ's stalled-job check moves the job back to wait once
+// (maxStalledCount 1) and fails it the second time; recoverInterrupted() brings the records in
+// line with what BullMQ decided and returns the runs whose issues must be told.
+//
+// Keys, under `<prefix>:fn:`: seq, run:<id> (hash), job:<id> (the job JSON, never rewritten
+// by Lua), runs / queued (zsets by seq: list order and queue positions across machines),
+// running (set), active:<key> (the one active run of a key), bydelivery:<id>, dlv:<id>
+// (a delivery: its raw trigger while pending, then only its id), pending (zset), note:<key>,
+// art:<run>:<name> (gzip, with a TTL). BullMQ's own keys live under `<prefix>:runs:`.
+import { randomUUID } from 'node:crypto';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { Queue as BullQueue, Worker as BullWorker, type Job as BullJob } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { FinishState, PendingDelivery, Queue, RunRecord, RunState } from './types.js';
+import { DEFAULT_REPLAY_WINDOW_MS, type AdmitResult, type EnqueueResult } from './queue.js';
+
+export interface RedisQueueOptions {
+  url: string;
+  /** Namespace of every key (tests use one per test). */
+  prefix?: string;
+  /** Runs this process holds at once. */
+  concurrency: number;
+  /** A worker silent this long is lost: its run is requeued once, then failed (default 30 s). */
+  lockMs?: number;
+  /** Handled delivery ids are remembered this long for deduplication (default 14 days). */
+  deliveryRetentionMs?: number;
+  /** A delivery whose raw body was seen within this window is a replay (default 7 days). */
+  replayWindowMs?: number;
+  /** Open a BullMQ worker (claims, stalled checks); serve-only processes leave it off. */
+  worker?: boolean;
+}
+
+const BULL_QUEUE = 'runs';
+const DAY_MS = 24 * 3600 * 1000;
+
+// KEYS: none (all keys derive from the prefix in ARGV[1]; one Redis, not a cluster).
+const ENQUEUE_FN = `
+local function enqueue(p, key, d, id, now, held, job)
+  if d ~= '' and redis.call('EXISTS', p..'bydelivery:'..d) == 1 then return {'duplicate'} end
+  local active = redis.call('GET', p..'active:'..key)
+  if active then return {'active', active} end
+  local seq = redis.call('INCR', p..'seq')
+  redis.call('HSET', p..'run:'..id, 'key', key, 'deliveryId', d, 'state', 'queued', 'attempts', 0,
+    'cancel', 0, 'rest', 0, 'createdAt', now, 'held', held, 'seq', seq)
+  redis.call('SET', p..'job:'..id, job)
+  redis.call('ZADD', p..'runs', seq, id)
+  redis.call('ZADD', p..'queued', seq, id)
+  redis.call('SET', p..'active:'..key, id)
+  if d ~= '' then redis.call('SET', p..'bydelivery:'..d, id) end
+  return {'queued', id, redis.call('ZRANK', p..'queued', id) + 1}
+end
+`;
+
+const ENQUEUE = `${ENQUEUE_FN}
+return enqueue(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
+`;
+
+const RECORD_FN = `
+local function record(p, d, event, payload, now, sha, window)
+  if redis.call('EXISTS', p..'dlv:'..d) == 1 then return 0 end
+  redis.call('HSET', p..'dlv:'..d, 'event', event, 'payload', payload, 'state', 'pending', 'receivedAt', now)
+  redis.call('ZADD', p..'pending', now, d)
+  if sha ~= '' then redis.call('SET', p..'body:'..sha, d, 'NX', 'PX', window) end
+  return 1
+end
+`;
+
+const RECORD_DELIVERY = `${RECORD_FN}
+return record(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
+`;
+
+// ARGV: p, delivery, event, payload, now, sha, window, key ('' = no run), id, held, job
+const ADMIT = `${ENQUEUE_FN}${RECORD_FN}
+local p, d, now, sha = ARGV[1], ARGV[2], ARGV[5], ARGV[6]
+if redis.call('EXISTS', p..'dlv:'..d) == 1 then return {'duplicate'} end
+if sha ~= '' then
+  local first = redis.call('GET', p..'body:'..sha)
+  if first then return {'replay', first} end
+end
+record(p, d, ARGV[3], ARGV[4], now, sha, ARGV[7])
+if ARGV[8] == '' then return {'recorded'} end
+local r = enqueue(p, ARGV[8], d, ARGV[9], now, ARGV[10], ARGV[11])
+return {'recorded', r[1], r[2], r[3]}
+`;
+
+const RELEASE = `
+local p, id = ARGV[1], ARGV[2]
+local r = p..'run:'..id
+if redis.call('HGET', r, 'state') ~= 'queued' or redis.call('HGET', r, 'held') ~= '1' then return 0 end
+redis.call('HSET', r, 'held', 0)
+-- The job as it may be claimed (the sanitized one), in the same step that makes it claimable.
+if ARGV[3] and ARGV[3] ~= '' then redis.call('SET', p..'job:'..id, ARGV[3]) end
+return 1
+`;
+
+// Also used by retention: ARGV[3] '1' = only a held queued run, else only a finished one
+// finished before ARGV[4].
+const DELETE_RUN = `
+local p, id, heldOnly, before = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local r = p..'run:'..id
+local st = redis.call('HGET', r, 'state')
+if heldOnly == '1' then
+  if st ~= 'queued' or redis.call('HGET', r, 'held') ~= '1' then return 0 end
+else
+  if st ~= 'done' and st ~= 'failed' and st ~= 'cancelled' then return 0 end
+  if tonumber(redis.call('HGET', r, 'finishedAt') or '0') >= before then return 0 end
+end
+local key, d = redis.call('HGET', r, 'key'), redis.call('HGET', r, 'deliveryId')
+if redis.call('GET', p..'active:'..key) == id then redis.call('DEL', p..'active:'..key) end
+if d and d ~= '' and redis.call('GET', p..'bydelivery:'..d) == id then redis.call('DEL', p..'bydelivery:'..d) end
+redis.call('DEL', r, p..'job:'..id)
+redis.call('ZREM', p..'runs', id)
+redis.call('ZREM', p..'queued', id)
+return 1
+`;
+
+// A claim of a queued run, or of a running one whose worker was lost (BullMQ requeued its job).
+const CLAIM = `
+local p, id, owner, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local r = p..'run:'..id
+local st = redis.call('HGET', r, 'state')
+if not st then return 'gone' end
+if st ~= 'queued' and st ~= 'running' then return 'ended' end
+if st == 'queued' and redis.call('HGET', r, 'held') == '1' then return 'held' end
+redis.call('HINCRBY', r, 'attempts', 1)
+redis.call('HSET', r, 'state', 'running', 'owner', owner, 'startedAt', now)
+redis.call('ZREM', p..'queued', id)
+redis.call('SADD', p..'running', id)
+return st
+`;
+
+// ARGV[7]: the owner that must hold the run ('' = whoever).
+const FINISH = `
+local p, id, state, now, outcome, summary, owner = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local r = p..'run:'..id
+local st = redis.call('HGET', r, 'state')
+if st ~= 'queued' and st ~= 'running' then return 0 end
+if owner ~= '' and redis.call('HGET', r, 'owner') ~= owner then return 0 end
+redis.call('HSET', r, 'state', state, 'finishedAt', now, 'outcome', outcome, 'summary', summary)
+redis.call('ZREM', p..'queued', id)
+redis.call('SREM', p..'running', id)
+local key = redis.call('HGET', r, 'key')
+if redis.call('GET', p..'active:'..key) == id then redis.call('DEL', p..'active:'..key) end
+return 1
+`;
+
+const REQUEST_CANCEL = `
+local p, key, now = ARGV[1], ARGV[2], ARGV[3]
+local id = redis.call('GET', p..'active:'..key)
+if not id then return false end
+local r = p..'run:'..id
+if redis.call('HGET', r, 'state') == 'queued' then
+  redis.call('HSET', r, 'state', 'cancelled', 'finishedAt', now, 'outcome', 'cancelled', 'summary', '')
+  redis.call('ZREM', p..'queued', id)
+  redis.call('DEL', p..'active:'..key)
+  return {id, '0'}
+end
+redis.call('HSET', r, 'cancel', 1)
+return {id, '1'}
+`;
+
+// A lost run back in the queue, unless someone claimed it since (its owner changed).
+const REQUEUE_LOST = `
+local p, id, owner = ARGV[1], ARGV[2], ARGV[3]
+local r = p..'run:'..id
+if redis.call('HGET', r, 'state') ~= 'running' or redis.call('HGET', r, 'owner') ~= owner then return 0 end
+redis.call('HSET', r, 'state', 'queued', 'owner', '')
+redis.call('HDEL', r, 'startedAt')
+redis.call('SREM', p..'running', id)
+redis.call('ZADD', p..'queued', tonumber(redis.call('HGET', r, 'seq')), id)
+return 1
+`;
+
+// Deletes the lock only while it is still ours (ARGV[2]: the key, ARGV[3]: our token).
+const UNLOCK = `
+if redis.call('GET', ARGV[2]) == ARGV[3] then return redis.call('DEL', ARGV[2]) end
+return 0
+`;
+
+const COMPLETE_DELIVERY = `
+local p, d, ttl = ARGV[1], ARGV[2], ARGV[3]
+local k = p..'dlv:'..d
+if redis.call('EXISTS', k) == 0 then return 0 end
+redis.call('HSET', k, 'state', 'done')
+redis.call('HDEL', k, 'payload')
+redis.call('PEXPIRE', k, ttl)
+redis.call('ZREM', p..'pending', d)
+return 1
+`;
+
+export class RedisQueue<J = unknown> implements Queue<J> {
+  readonly kind = 'bullmq' as const;
+  readonly concurrency: number;
+  readonly maxAttempts = 2;
+  readonly prefix: string;
+  readonly lockMs: number;
+  readonly #p: string;
+  readonly #redis: Redis;
+  readonly #bull: BullQueue;
+  readonly #worker: BullWorker | undefined;
+  readonly #deliveryRetentionMs: number;
+  readonly #replayWindowMs: number;
+  /** Runs this process holds: BullMQ job, lock token, lock renewal timer. */
+  readonly #held = new Map<string, { job: BullJob; token: string; timer: NodeJS.Timeout }>();
+  #claiming = 0;
+  /** Runs failed here for being lost too often, not yet returned by recoverInterrupted. */
+  #lostFailed: RunRecord<J>[] = [];
+
+  private constructor(options: RedisQueueOptions, redis: Redis) {
+    this.concurrency = options.concurrency;
+    this.prefix = options.prefix ?? 'frognano';
+    this.lockMs = options.lockMs ?? 30_000;
+    this.#replayWindowMs = options.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS;
+    this.#deliveryRetentionMs = Math.max(
+      options.deliveryRetentionMs ?? 14 * DAY_MS,
+      this.#replayWindowMs,
+    );
+    this.#p = `${this.prefix}:fn:`;
+    this.#redis = redis;
+    const connection = { url: options.url, maxRetriesPerRequest: null };
+    this.#bull = new BullQueue(BULL_QUEUE, { connection, prefix: this.prefix });
+    this.#worker = options.worker
+      ? new BullWorker(BULL_QUEUE, null, {
+          connection,
+          prefix: this.prefix,
+          autorun: false,
+          lockDuration: this.lockMs,
+          stalledInterval: this.lockMs,
+          maxStalledCount: this.maxAttempts - 1,
+        })
+      : undefined;
+    // BullMQ reports connection trouble as events; without a listener Node would crash on them.
+    this.#bull.on('error', () => undefined);
+    this.#worker?.on('error', () => undefined);
+  }
+
+  /** Connects (fails fast when Redis does not answer) and starts BullMQ's stalled-run check. */
+  static async open<J = unknown>(options: RedisQueueOptions): Promise<RedisQueue<J>> {
+    if (!Number.isInteger(options.concurrency) || options.concurrency < 1) {
+      throw new Error(`queue concurrency must be a positive integer (got ${options.concurrency})`);
+    }
+    const redis = new Redis(options.url, { maxRetriesPerRequest: null, lazyConnect: true });
+    redis.on('error', () => undefined);
+    try {
+      await withTimeout(redis.connect(), 5000);
+      await redis.ping();
+    } catch (error) {
+      redis.disconnect();
+      throw new Error(
+        `cannot reach Redis at ${redactUrl(options.url)} (${error instanceof Error ? error.message : String(error)}): start it or fix FROGNANO_REDIS_URL`,
+        { cause: error },
+      );
+    }
+    const queue = new RedisQueue<J>(options, redis);
+    await queue.#bull.waitUntilReady();
+    if (queue.#worker) {
+      await queue.#worker.waitUntilReady();
+      void queue.#worker.startStalledCheckTimer();
+    }
+    return queue;
+  }
+
+  async close(): Promise<void> {
+    for (const { timer } of this.#held.values()) clearInterval(timer);
+    this.#held.clear();
+    // force: the runs this process holds are left to BullMQ's stalled check (requeued once).
+    await this.#worker?.close(true);
+    await this.#bull.close();
+    this.#redis.disconnect();
+  }
+
+  async recordDelivery(
+    deliveryId: string,
+    event: string,
+    payload: unknown,
+    bodySha256?: string,
+  ): Promise<boolean> {
+    const fresh = await this.#eval(RECORD_DELIVERY, [
+      deliveryId,
+      event,
+      JSON.stringify(payload),
+      String(Date.now()),
+      bodySha256 ?? '',
+      String(this.#replayWindowMs),
+    ]);
+    return fresh === 1;
+  }
+
+  async admit(input: {
+    deliveryId: string;
+    event: string;
+    payload: unknown;
+    bodySha256?: string;
+    run?: { key: string; job: J; held?: boolean };
+  }): Promise<AdmitResult<J>> {
+    const reply = (await this.#eval(ADMIT, [
+      input.deliveryId,
+      input.event,
+      JSON.stringify(input.payload),
+      String(Date.now()),
+      input.bodySha256 ?? '',
+      String(this.#replayWindowMs),
+      input.run?.key ?? '',
+      randomUUID(),
+      input.run?.held ? '1' : '0',
+      JSON.stringify(input.run?.job ?? null),
+    ])) as string[];
+    if (reply[0] === 'duplicate') return { status: 'duplicate' };
+    if (reply[0] === 'replay') return { status: 'replay', firstDeliveryId: reply[1] as string };
+    if (!input.run || reply.length < 2) return { status: 'recorded' };
+    return {
+      status: 'recorded',
+      enqueued: await this.#enqueued(reply.slice(1), !!input.run.held),
+    };
+  }
+
+  async release(id: string, job?: J): Promise<boolean> {
+    const replacement = job === undefined ? '' : JSON.stringify(job);
+    if ((await this.#eval(RELEASE, [id, replacement])) !== 1) return false;
+    await this.#addJob(id);
+    return true;
+  }
+
+  async discard(id: string): Promise<boolean> {
+    return (await this.#eval(DELETE_RUN, [id, '1', '0'])) === 1;
+  }
+
+  async runForDelivery(deliveryId: string): Promise<RunRecord<J> | undefined> {
+    const id = await this.#redis.get(`${this.#p}bydelivery:${deliveryId}`);
+    return id ? this.get(id) : undefined;
+  }
+
+  async pruneFinished(before: number): Promise<string[]> {
+    const pruned: string[] = [];
+    for (const id of await this.#redis.zrange(`${this.#p}runs`, '0', '-1')) {
+      if ((await this.#eval(DELETE_RUN, [id, '0', String(before)])) === 1) pruned.push(id);
+    }
+    return pruned;
+  }
+
+  async pruneDeliveries(): Promise<number> {
+    // Handled deliveries carry their own expiry in Redis (retention or replay window).
+    return 0;
+  }
+
+  async pendingDeliveries(): Promise<PendingDelivery[]> {
+    const ids = await this.#redis.zrange(`${this.#p}pending`, '0', '-1');
+    const out: PendingDelivery[] = [];
+    for (const id of ids) {
+      const h = await this.#redis.hgetall(`${this.#p}dlv:${id}`);
+      if (h.state !== 'pending' || h.payload === undefined) continue;
+      out.push({
+        deliveryId: id,
+        event: h.event ?? '',
+        payload: JSON.parse(h.payload) as unknown,
+        receivedAt: Number(h.receivedAt),
+      });
+    }
+    return out;
+  }
+
+  async completeDelivery(deliveryId: string): Promise<void> {
+    await this.#eval(COMPLETE_DELIVERY, [deliveryId, String(this.#deliveryRetentionMs)]);
+  }
+
+  async enqueue(input: {
+    key: string;
+    job: J;
+    deliveryId?: string;
+    id?: string;
+    held?: boolean;
+  }): Promise<EnqueueResult<J>> {
+    const reply = (await this.#eval(ENQUEUE, [
+      input.key,
+      input.deliveryId ?? '',
+      input.id ?? randomUUID(),
+      String(Date.now()),
+      input.held ? '1' : '0',
+      JSON.stringify(input.job),
+    ])) as string[];
+    return this.#enqueued(reply, !!input.held);
+  }
+
+  async #enqueued(reply: string[], held: boolean): Promise<EnqueueResult<J>> {
+    if (reply[0] === 'duplicate') return { status: 'duplicate' };
+    const run = await this.get(reply[1] as string);
+    if (!run) throw new Error(`run ${reply[1]} vanished from Redis while being enqueued`);
+    if (reply[0] === 'active') return { status: 'active', run };
+    if (!held) await this.#addJob(run.id);
+    return { status: 'queued', run, position: Number(reply[2]) };
+  }
+
+  async claim(): Promise<RunRecord<J> | undefined> {
+    const worker = this.#worker;
+    if (!worker)
+      throw new Error('this process opened the queue without a worker: it cannot claim runs');
+    // Counted before the await, so concurrent claims in this process never exceed the limit.
+    while (this.#held.size + this.#claiming < this.concurrency) {
+      this.#claiming++;
+      try {
+        const token = randomUUID();
+        const job = (await worker.getNextJob(token, { block: false })) as BullJob | undefined;
+        if (!job?.id) return undefined;
+        if (job.deferredFailure) {
+          // Lost more than maxStalledCount times: BullMQ hands it out only to be failed.
+          const failed = await this.#failLost(job.id);
+          await job
+            .moveToFailed(new Error(job.deferredFailure), token, false)
+            .catch(() => undefined);
+          if (failed) this.#lostFailed.push(failed);
+          continue;
+        }
+        const was = (await this.#eval(CLAIM, [job.id, token, String(Date.now())])) as string;
+        if (was !== 'queued' && was !== 'running') {
+          // Cancelled or finished while its job waited: nothing to run.
+          await job.moveToCompleted(was, token, false).catch(() => undefined);
+          continue;
+        }
+        const timer = setInterval(() => {
+          job.extendLock(token, this.lockMs).catch(() => undefined);
+        }, this.lockMs / 3);
+        timer.unref?.();
+        this.#held.set(job.id, { job, token, timer });
+        return await this.get(job.id);
+      } finally {
+        this.#claiming--;
+      }
+    }
+    return undefined;
+  }
+
+  async finish(
+    id: string,
+    state: FinishState,
+    details: { outcome?: string; summary?: string } = {},
+  ): Promise<boolean> {
+    const held = this.#held.get(id);
+    const ended =
+      (await this.#eval(FINISH, [
+        id,
+        state,
+        String(Date.now()),
+        details.outcome ?? '',
+        details.summary ?? '',
+        held?.token ?? '',
+      ])) === 1;
+    if (held) {
+      clearInterval(held.timer);
+      this.#held.delete(id);
+      // Fails when BullMQ took the lock away (this worker was thought lost): nothing to undo.
+      await held.job.moveToCompleted(state, held.token, false).catch(() => undefined);
+    } else if (ended) {
+      await this.#bull.remove(id).catch(() => undefined);
+    }
+    return ended;
+  }
+
+  async requestCancel(
+    key: string,
+  ): Promise<{ run: RunRecord<J>; wasRunning: boolean } | undefined> {
+    const reply = (await this.#eval(REQUEST_CANCEL, [key, String(Date.now())])) as
+      [string, string] | null;
+    if (!reply) return undefined;
+    const [id, running] = reply;
+    if (running === '0') await this.#bull.remove(id).catch(() => undefined);
+    const run = await this.get(id);
+    if (!run) return undefined;
+    return { run, wasRunning: running === '1' };
+  }
+
+  async stillHeld(id: string): Promise<boolean> {
+    const held = this.#held.get(id);
+    if (!held) return false;
+    const [state, owner] = await this.#redis.hmget(`${this.#p}run:${id}`, 'state', 'owner');
+    return state === 'running' && owner === held.token;
+  }
+
+  async isCancelRequested(id: string): Promise<boolean> {
+    return (await this.#redis.hget(`${this.#p}run:${id}`, 'cancel')) === '1';
+  }
+
+  async position(id: string): Promise<number | undefined> {
+    const rank = await this.#redis.zrank(`${this.#p}queued`, id);
+    return rank === null ? undefined : rank + 1;
+  }
+
+  async get(id: string): Promise<RunRecord<J> | undefined> {
+    const [h, job] = await Promise.all([
+      this.#redis.hgetall(`${this.#p}run:${id}`),
+      this.#redis.get(`${this.#p}job:${id}`),
+    ]);
+    if (!h.state || job === null) return undefined;
+    return toRecord<J>(id, h, job);
+  }
+
+  async activeFor(key: string): Promise<RunRecord<J> | undefined> {
+    const id = await this.#redis.get(`${this.#p}active:${key}`);
+    return id ? this.get(id) : undefined;
+  }
+
+  async list(state?: RunState): Promise<RunRecord<J>[]> {
+    const ids =
+      state === 'queued'
+        ? await this.#redis.zrange(`${this.#p}queued`, '0', '-1')
+        : await this.#redis.zrange(`${this.#p}runs`, '0', '-1');
+    const runs = await Promise.all(ids.map((id) => this.get(id)));
+    return runs.filter((r): r is RunRecord<J> => !!r && (!state || r.state === state));
+  }
+
+  async addRestCalls(id: string, calls: number): Promise<void> {
+    if (calls === 0) return;
+    const key = `${this.#p}run:${id}`;
+    // Only for an existing run: HINCRBY on a missing hash would create a half record.
+    if (await this.#redis.exists(key)) await this.#redis.hincrby(key, 'rest', calls);
+  }
+
+  async recoverInterrupted(): Promise<{ requeued: RunRecord<J>[]; failed: RunRecord<J>[] }> {
+    const requeued: RunRecord<J>[] = [];
+    const failed: RunRecord<J>[] = this.#lostFailed.splice(0);
+    for (const id of await this.#redis.smembers(`${this.#p}running`)) {
+      if (this.#held.has(id)) continue;
+      const owner = await this.#redis.hget(`${this.#p}run:${id}`, 'owner');
+      const jobState = await this.#bull.getJobState(id);
+      if (jobState === 'active') continue;
+      const run = await this.get(id);
+      if (!run || run.state !== 'running') continue;
+      const waiting =
+        jobState === 'waiting' || jobState === 'prioritized' || jobState === 'delayed';
+      const job = waiting ? await this.#bull.getJob(id) : undefined;
+      if (waiting && !job?.deferredFailure) {
+        if (run.cancelRequested) {
+          if (await this.#finishLost(id, owner, 'cancelled', 'cancelled', 'interrupted')) {
+            await this.#bull.remove(id).catch(() => undefined);
+            failed.push((await this.get(id)) as RunRecord<J>);
+          }
+        } else if ((await this.#eval(REQUEUE_LOST, [id, owner ?? ''])) === 1) {
+          requeued.push((await this.get(id)) as RunRecord<J>);
+        }
+      } else {
+        // Lost more than once (BullMQ defers the failure to the next taker), or the job is gone.
+        const gone = await this.#failLost(id, owner);
+        if (gone) {
+          await job?.remove().catch(() => undefined);
+          failed.push(gone);
+        }
+      }
+    }
+    // A process that died between recording a run and handing BullMQ its job: hand it now
+    // (the job id is the run id, so BullMQ ignores a job that exists already).
+    for (const id of await this.#redis.zrange(`${this.#p}queued`, '0', '-1')) {
+      if ((await this.#redis.hget(`${this.#p}run:${id}`, 'held')) === '1') continue;
+      if ((await this.#bull.getJobState(id)) === 'unknown') await this.#addJob(id);
+    }
+    return { requeued, failed };
+  }
+
+  async getNote(key: string, name: string): Promise<string | undefined> {
+    return (await this.#redis.hget(`${this.#p}note:${key}`, name)) ?? undefined;
+  }
+
+  async setNote(key: string, name: string, value: string | undefined): Promise<void> {
+    if (value === undefined) await this.#redis.hdel(`${this.#p}note:${key}`, name);
+    else await this.#redis.hset(`${this.#p}note:${key}`, name, value);
+  }
+
+  async putArtifact(runId: string, name: string, body: Buffer, ttlSeconds: number): Promise<void> {
+    await this.#redis.set(
+      `${this.#p}art:${runId}:${name}`,
+      gzipSync(body),
+      'EX',
+      String(ttlSeconds),
+    );
+  }
+
+  async getArtifact(runId: string, name: string): Promise<Buffer | undefined> {
+    const gz = await this.#redis.getBuffer(`${this.#p}art:${runId}:${name}`);
+    return gz ? gunzipSync(gz) : undefined;
+  }
+
+  async exclusive<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const lockKey = `${this.#p}lock:${key}`;
+    const token = randomUUID();
+    // Long enough for a few GitHub writes; a holder that dies frees it when it expires.
+    const ttlMs = 30_000;
+    const deadline = Date.now() + ttlMs;
+    while ((await this.#redis.set(lockKey, token, 'PX', String(ttlMs), 'NX')) !== 'OK') {
+      if (Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    try {
+      return await fn();
+    } finally {
+      await this.#eval(UNLOCK, [lockKey, token]).catch(() => undefined);
+    }
+  }
+
+  /** Runs this process holds (their BullMQ locks renewed). */
+  get heldIds(): string[] {
+    return [...this.#held.keys()];
+  }
+
+  async #failLost(id: string, owner?: string | null): Promise<RunRecord<J> | undefined> {
+    const key = `${this.#p}run:${id}`;
+    const by = owner === undefined ? await this.#redis.hget(key, 'owner') : owner;
+    const attempts = Number((await this.#redis.hget(key, 'attempts')) ?? 0);
+    const summary = `interrupted ${attempts} times: the worker running it was lost`;
+    if (!(await this.#finishLost(id, by, 'failed', 'interrupted', summary))) return undefined;
+    return this.get(id);
+  }
+
+  async #finishLost(
+    id: string,
+    owner: string | null,
+    state: FinishState,
+    outcome: string,
+    summary: string,
+  ): Promise<boolean> {
+    const reply = await this.#eval(FINISH, [
+      id,
+      state,
+      String(Date.now()),
+      outcome,
+      summary,
+      owner ?? '',
+    ]);
+    return reply === 1;
+  }
+
+  async #addJob(id: string): Promise<void> {
+    await this.#bull.add(
+      'run',
+      { runId: id },
+      {
+        jobId: id,
+        // The run record is the history; BullMQ's copy can go soon after.
+        removeOnComplete: { age: 3600 },
+        removeOnFail: { age: 7 * 24 * 3600 },
+      },
+    );
+  }
+
+  #eval(script: string, args: string[]): Promise<unknown> {
+    return this.#redis.eval(script, 0, this.#p, ...args);
+  }
+}
+
+function toRecord<J>(id: string, h: Record<string, string>, job: string): RunRecord<J> {
+  const num = (v: string | undefined) => (v === undefined || v === '' ? undefined : Number(v));
+  const str = (v: string | undefined) => (v === undefined || v === '' ? undefined : v);
+  return {
+    id,
+    key: h.key ?? '',
+    deliveryId: str(h.deliveryId),
+    state: h.state as RunState,
+    attempts: Number(h.attempts ?? 0),
+    job: JSON.parse(job) as J,
+    cancelRequested: h.cancel === '1',
+    restCalls: Number(h.rest ?? 0),
+    createdAt: Number(h.createdAt),
+    startedAt: num(h.startedAt),
+    finishedAt: num(h.finishedAt),
+    outcome: str(h.outcome),
+    summary: str(h.summary),
+    held: h.held === '1',
+  };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    promise.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}
+
+/** The URL without its password, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparsable URL)';
+  }
+}

@@ -1,0 +1,159 @@
+// The embedded backend: today's SQLite RunQueue behind the async door. One data directory,
+// shared by the processes of one host; nothing to copy, so artifacts stay on disk.
+import { RunQueue, type QueueOptions } from './queue.js';
+import type {
+  AdmitResult,
+  EnqueueResult,
+  FinishState,
+  PendingDelivery,
+  Queue,
+  RunRecord,
+  RunState,
+} from './types.js';
+
+export class SqliteQueue<J = unknown> implements Queue<J> {
+  readonly kind = 'sqlite' as const;
+
+  constructor(readonly runs: RunQueue<J>) {}
+
+  static open<J = unknown>(options: QueueOptions): SqliteQueue<J> {
+    return new SqliteQueue(RunQueue.open<J>(options));
+  }
+
+  get concurrency(): number {
+    return this.runs.concurrency;
+  }
+
+  get maxAttempts(): number {
+    return this.runs.maxAttempts;
+  }
+
+  async recordDelivery(
+    deliveryId: string,
+    event: string,
+    payload: unknown,
+    bodySha256?: string,
+  ): Promise<boolean> {
+    return this.runs.recordDelivery(deliveryId, event, payload, bodySha256);
+  }
+
+  async admit(input: Parameters<RunQueue<J>['admit']>[0]): Promise<AdmitResult<J>> {
+    return this.runs.admit(input);
+  }
+
+  async release(id: string, job?: J): Promise<boolean> {
+    return this.runs.release(id, job);
+  }
+
+  async discard(id: string): Promise<boolean> {
+    return this.runs.discard(id);
+  }
+
+  async runForDelivery(deliveryId: string): Promise<RunRecord<J> | undefined> {
+    return this.runs.runForDelivery(deliveryId);
+  }
+
+  async pruneFinished(before: number): Promise<string[]> {
+    return this.runs.pruneFinished(before);
+  }
+
+  async pruneDeliveries(before: number): Promise<number> {
+    return this.runs.pruneDeliveries(before);
+  }
+
+  async pendingDeliveries(): Promise<PendingDelivery[]> {
+    return this.runs.pendingDeliveries();
+  }
+
+  async completeDelivery(deliveryId: string): Promise<void> {
+    this.runs.completeDelivery(deliveryId);
+  }
+
+  async enqueue(input: {
+    key: string;
+    job: J;
+    deliveryId?: string;
+    id?: string;
+    held?: boolean;
+  }): Promise<EnqueueResult<J>> {
+    return this.runs.enqueue(input);
+  }
+
+  async claim(): Promise<RunRecord<J> | undefined> {
+    return this.runs.claim();
+  }
+
+  async finish(
+    id: string,
+    state: FinishState,
+    details?: { outcome?: string; summary?: string },
+  ): Promise<boolean> {
+    const before = this.runs.get(id);
+    if (!before || (before.state !== 'queued' && before.state !== 'running')) return false;
+    this.runs.finish(id, state, details);
+    return true;
+  }
+
+  async requestCancel(
+    key: string,
+  ): Promise<{ run: RunRecord<J>; wasRunning: boolean } | undefined> {
+    return this.runs.requestCancel(key);
+  }
+
+  async stillHeld(id: string): Promise<boolean> {
+    // One worker process per data directory: a running run is this process's.
+    return this.runs.get(id)?.state === 'running';
+  }
+
+  async isCancelRequested(id: string): Promise<boolean> {
+    return this.runs.isCancelRequested(id);
+  }
+
+  async position(id: string): Promise<number | undefined> {
+    return this.runs.position(id);
+  }
+
+  async get(id: string): Promise<RunRecord<J> | undefined> {
+    return this.runs.get(id);
+  }
+
+  async activeFor(key: string): Promise<RunRecord<J> | undefined> {
+    return this.runs.activeFor(key);
+  }
+
+  async list(state?: RunState): Promise<RunRecord<J>[]> {
+    return this.runs.list(state);
+  }
+
+  async addRestCalls(id: string, calls: number): Promise<void> {
+    this.runs.addRestCalls(id, calls);
+  }
+
+  async recoverInterrupted(): Promise<{ requeued: RunRecord<J>[]; failed: RunRecord<J>[] }> {
+    return this.runs.recoverInterrupted();
+  }
+
+  async getNote(key: string, name: string): Promise<string | undefined> {
+    return this.runs.getNote(key, name);
+  }
+
+  async setNote(key: string, name: string, value: string | undefined): Promise<void> {
+    this.runs.setNote(key, name, value);
+  }
+
+  async putArtifact(): Promise<void> {
+    // The data directory is the store: run files are already on this host's disk.
+  }
+
+  async getArtifact(): Promise<Buffer | undefined> {
+    return undefined;
+  }
+
+  exclusive<T>(_key: string, fn: () => Promise<T>): Promise<T> {
+    return fn();
+  }
+
+  async close(): Promise<void> {
+    this.runs.close();
+  }
+}

@@ -1,0 +1,105 @@
+// The queue's one door: everything outside src/queue/ talks to a `Queue<J>`, never to a backend.
+// Two backends keep the same contract (test/queue/contract.test.ts): `sqlite`, the embedded
+// default (one data directory), and `bullmq` (BullMQ on Redis: serve and workers on many hosts).
+import type { AdmitResult, EnqueueResult, PendingDelivery, RunRecord, RunState } from './queue.js';
+
+export type { AdmitResult, EnqueueResult, PendingDelivery, RunRecord, RunState };
+
+export type QueueKind = 'sqlite' | 'bullmq';
+
+export type FinishState = Extract<RunState, 'done' | 'failed' | 'cancelled'>;
+
+export interface Queue<J = unknown> {
+  readonly kind: QueueKind;
+  /** Runs this process may hold at once (sqlite: all processes together). */
+  readonly concurrency: number;
+  /** Claims per run before a lost run is reported failed instead of requeued. */
+  readonly maxAttempts: number;
+
+  /** Records a webhook delivery (the raw trigger, state pending); false when seen before. */
+  recordDelivery(
+    deliveryId: string,
+    event: string,
+    payload: unknown,
+    bodySha256?: string,
+  ): Promise<boolean>;
+  /**
+   * Accepts a delivery atomically: refused when its id was seen, or its raw body arrived within
+   * the replay window under another id; else recorded pending and, with `run`, its run enqueued
+   * (held, when asked, until `release`).
+   */
+  admit(input: {
+    deliveryId: string;
+    event: string;
+    payload: unknown;
+    bodySha256?: string;
+    run?: { key: string; job: J; held?: boolean };
+  }): Promise<AdmitResult<J>>;
+  /** Deliveries recorded but not yet handled by intake, oldest first. */
+  pendingDeliveries(): Promise<PendingDelivery[]>;
+  completeDelivery(deliveryId: string): Promise<void>;
+
+  /** Enqueues unless the key has an active run or this delivery already made one. */
+  enqueue(input: {
+    key: string;
+    job: J;
+    deliveryId?: string;
+    id?: string;
+    /** Counts for positions and blocks its key, but is not claimed before `release`. */
+    held?: boolean;
+  }): Promise<EnqueueResult<J>>;
+  /** Makes a held run claimable; false when it is not a held queued run. */
+  /** `job`, when given, replaces the run's job in the same step (what a worker may claim). */
+  release(id: string, job?: J): Promise<boolean>;
+  /** Removes a held run that must never run; false when not held. */
+  discard(id: string): Promise<boolean>;
+  /** The run a delivery made, if any. */
+  runForDelivery(deliveryId: string): Promise<RunRecord<J> | undefined>;
+  /** The next run for this process, now `running`; undefined when none or at the limit. */
+  claim(): Promise<RunRecord<J> | undefined>;
+  /** Ends a run; false when it had ended already or another worker holds it now. */
+  finish(
+    id: string,
+    state: FinishState,
+    details?: { outcome?: string; summary?: string },
+  ): Promise<boolean>;
+  /**
+   * False once this process no longer holds a run it claimed: another worker took it up after
+   * this one was thought lost (stalled past its lock), or it ended. The run must then stop
+   * without publishing or reporting.
+   */
+  stillHeld(id: string): Promise<boolean>;
+  /** A queued run is cancelled at once; a running one is flagged for its worker. */
+  requestCancel(key: string): Promise<{ run: RunRecord<J>; wasRunning: boolean } | undefined>;
+  isCancelRequested(id: string): Promise<boolean>;
+  /** 1-based place among queued runs (across every process); undefined when not queued. */
+  position(id: string): Promise<number | undefined>;
+  get(id: string): Promise<RunRecord<J> | undefined>;
+  activeFor(key: string): Promise<RunRecord<J> | undefined>;
+  list(state?: RunState): Promise<RunRecord<J>[]>;
+  addRestCalls(id: string, calls: number): Promise<void>;
+  /**
+   * Runs whose process was lost: each goes back to the queue once, or is failed after
+   * `maxAttempts` claims. sqlite: every run left `running` (call at start, one worker process);
+   * bullmq: runs BullMQ found stalled (call at start and then now and again).
+   */
+  recoverInterrupted(): Promise<{ requeued: RunRecord<J>[]; failed: RunRecord<J>[] }>;
+  /** Deletes runs finished before `before`; their ids. */
+  pruneFinished(before: number): Promise<string[]>;
+  /** Forgets handled deliveries received before `before`; how many. */
+  pruneDeliveries(before: number): Promise<number>;
+  getNote(key: string, name: string): Promise<string | undefined>;
+  setNote(key: string, name: string, value: string | undefined): Promise<void>;
+  /**
+   * Keeps a run file where any process can read it (bullmq: compressed in Redis for
+   * `ttlSeconds`). sqlite: nothing to do, the data directory is shared.
+   */
+  putArtifact(runId: string, name: string, body: Buffer, ttlSeconds: number): Promise<void>;
+  getArtifact(runId: string, name: string): Promise<Buffer | undefined>;
+  /**
+   * Runs `fn` while no other process runs one for the same key (status comment writes of an
+   * issue: intake on serve, the run on a worker). sqlite: one process per half, nothing to do.
+   */
+  exclusive<T>(key: string, fn: () => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
