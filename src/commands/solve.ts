@@ -228,6 +228,10 @@ function instanceIdFor(repo: string): string {
 export function progressLine(event: RunProgress, startedAt: number): string {
   const elapsed = `${((Date.now() - startedAt) / 1000).toFixed(1)}s`;
   if (event.kind === 'phase') return `[frognano] ${event.phase} (${elapsed})`;
+  if (event.kind === 'attempt') {
+    const what = event.state === 'verifying' ? 'verifying its patch' : 'verified';
+    return `[frognano] attempt ${event.attempt} ${what} (${elapsed})`;
+  }
   const tools = event.tools.length > 0 ? event.tools.join(',') : 'answer';
   const who = event.attempt === undefined ? '' : `attempt ${event.attempt} `;
   return `[frognano] ${who}step ${event.step}/${event.maxSteps} ${tools} ${elapsed} ctx=${event.contextTokens}`;

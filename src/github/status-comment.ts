@@ -25,6 +25,8 @@ export type StatusState =
       maxSteps?: number;
       /** Several attempts: the last step each has taken, by attempt number. */
       attempts?: Record<number, number>;
+      /** Several attempts: whose patch is being verified, or has been (verified as each ends). */
+      verification?: Record<number, 'verifying' | 'done'>;
       retried?: boolean;
     }
   | { kind: 'done'; prUrl: string; prNumber: number; partial: boolean; verified?: string }
@@ -58,6 +60,8 @@ const PHASE_WORDS: Record<RunPhase, string> = {
   cleanup: 'cleaning up',
 };
 
+const VERIFICATION_WORDS = { none: '', verifying: ', testing its change', done: ', tested' };
+
 export function renderStatus(
   state: StatusState,
   meta: { runId?: string; trigger?: string; runPageUrl?: string } = {},
@@ -83,7 +87,10 @@ export function renderStatus(
         const of = state.maxSteps !== undefined ? `/${state.maxSteps}` : '';
         const progress = Object.entries(state.attempts!)
           .sort(([a], [b]) => Number(a) - Number(b))
-          .map(([k, n]) => `attempt ${k}: step ${n}${of}`);
+          .map(
+            ([k, n]) =>
+              `attempt ${k}: step ${n}${of}${VERIFICATION_WORDS[state.verification?.[Number(k)] ?? 'none']}`,
+          );
         lines.push('', `Parallel attempts: ${progress.join(' · ')}.`);
       }
       if (state.retried) {

@@ -35,6 +35,7 @@ import {
   savePendingPublish,
 } from './pending-publish.js';
 import { RestBudget } from './rest-budget.js';
+import { RunningStatus } from './running-status.js';
 import { evidenceOf, writePublishedAttempt } from './revision-record.js';
 import {
   describeResult,
@@ -469,36 +470,16 @@ export class WorkerPool {
         outcome = final.kind === 'done' ? 'pull_request' : 'publish_failed';
       } else {
         status.update({ kind: 'running', phase: 'clone', retried });
+        const running = new RunningStatus();
         // A follow-up on the bot's pull request starts from its head, briefed with the feedback.
         const followUp = job.review ? await prepareFollowUp(octokit, deps.queue, job) : undefined;
         if (followUp && 'refused' in followUp) throw new FollowUpRefused(followUp.refused);
-        let maxSteps: number | undefined;
-        const attemptSteps: Record<number, number> = {};
         const onProgress = (event: RunProgress) => {
           if (event.kind === 'phase' && event.phase === 'agent' && event.timeoutMs !== undefined) {
             armDeadline(event.timeoutMs);
           }
           phases.progress(event);
-          if (event.kind === 'phase') {
-            status.update({
-              kind: 'running',
-              phase: event.phase,
-              step: event.phase === 'agent' ? 0 : undefined,
-              maxSteps,
-              retried,
-            });
-          } else {
-            maxSteps = event.maxSteps;
-            if (event.attempt !== undefined) attemptSteps[event.attempt] = event.step;
-            status.update({
-              kind: 'running',
-              phase: 'agent',
-              step: event.step,
-              maxSteps: event.maxSteps,
-              ...(event.attempt !== undefined ? { attempts: { ...attemptSteps } } : {}),
-              retried,
-            });
-          }
+          status.update(running.next(event, retried));
         };
         const pipeline = deps.runPipeline({
           runId: record.id,

@@ -59,7 +59,9 @@ export type RunProgress =
       tools: string[];
       elapsedMs: number;
       contextTokens: number;
-    };
+    }
+  /** Several attempts: one attempt's patch is being verified, or has been (as soon as its loop ends). */
+  | { kind: 'attempt'; attempt: number; state: 'verifying' | 'done' };
 
 export interface TestResult {
   command: string;

@@ -40,16 +40,18 @@ export async function runPipeline(
     const before = await verifyBefore(run, prepared, sandbox);
     if (before) return run.stop(before);
 
-    // 4. attempts: N Leaf loops at once, each in its own sandbox from the same prepared state.
+    // 4. attempts: N Leaf loops at once, each in its own sandbox from the same prepared state;
+    // with several, each attempt's verification (5) starts as soon as its loop ends.
     const modelFor = await connectModel(run, prepared.attempts);
     if (isFailure(modelFor)) return run.stop(modelFor);
-    const attempts = await runAttempts(run, prepared, copies.sandboxes, modelFor);
+    const verifier = verifyEach(run, prepared, copies.fresh);
+    const attempts = await runAttempts(run, prepared, copies.sandboxes, modelFor, verifier.early);
     fillFromAttempt(run.result, attempts[0]!);
     const failed = attempts.every((a) => a.failure) ? attempts[0]!.failure : undefined;
     if (failed) return run.stop(failed);
 
     // 5. verify each patch in a fresh sandbox with the repository's own harness; policy.
-    await verifyEach(run, prepared, attempts, copies.fresh);
+    await verifier.all(attempts);
     if (run.signal.aborted) return run.stop({ outcome: 'cancelled', error: '' });
     await checkPolicies(run, prepared, attempts);
 

@@ -240,6 +240,29 @@ describe('runPipeline with several attempts', () => {
     expect(reasons[3]).toMatch(/^won: .*2 of 3 attempts made this change/);
   }, 180_000);
 
+  it("verifies an attempt as soon as its loop ends, while a slower attempt's loop goes on", async () => {
+    const slow = { ...toolCall('Bash', { command: 'true' }), delayMs: 1500 } as ResponseSpec;
+    const s = await setup(2, {
+      '1': SCRIPTS['1']!,
+      '2': [slow, slow, slow, slow, { ...finalAnswer('nothing'), delayMs: 1500 } as ResponseSpec],
+    });
+    const result = await runPipeline(s.request, s.deps);
+    expect(result.outcome).toBe('completed');
+    expect(result.selectedAttempt).toBe(1);
+    expect(result.attempts![0]).toMatchObject({ tests: 'pass', ownTests: 'fail→pass' });
+    const at = (match: (e: RunProgress) => boolean) => s.events.findIndex(match);
+    const verified1 = at((e) => e.kind === 'attempt' && e.attempt === 1 && e.state === 'done');
+    const lastStep2 = s.events.findLastIndex((e) => e.kind === 'step' && e.attempt === 2);
+    expect(at((e) => e.kind === 'attempt' && e.attempt === 1 && e.state === 'verifying')).toBe(
+      at((e) => e.kind === 'attempt'),
+    );
+    expect(verified1).toBeGreaterThan(0);
+    expect(verified1).toBeLessThan(lastStep2);
+    // Attempt 2 changed nothing: it is never verified, and verify-after still closes the run.
+    expect(s.events.some((e) => e.kind === 'attempt' && e.attempt === 2)).toBe(false);
+    expect(s.events.filter((e) => e.kind === 'phase').map((e) => e.phase)).toContain('verify-after');
+  }, 120_000);
+
   it('with one attempt (the default) sends no attempt header and reports no attempts', async () => {
     const s = await setup(undefined, { '1': SCRIPTS['1']! });
     const result = await runPipeline(s.request, s.deps);

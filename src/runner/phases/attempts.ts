@@ -79,12 +79,16 @@ export function attemptDir(outDir: string, attempt: number): string {
   return attempt === 1 ? outDir : path.join(outDir, `attempt-${attempt}`);
 }
 
-/** Runs every attempt's Leaf loop to its end, concurrently, as the `agent` phase. */
+/**
+ * Runs every attempt's Leaf loop to its end, concurrently, as the `agent` phase; `ended` is
+ * told of each attempt whose loop ended without a failure, as it ends.
+ */
 export async function runAttempts(
   run: RunContext,
   prepared: Prepared,
   sandboxes: Promise<Sandbox | Failure>[],
   modelFor: (attempt: number) => Model,
+  ended?: (attempt: Attempt) => void,
 ): Promise<Attempt[]> {
   const attempts = sandboxes.map((_, i): Attempt => ({
     number: i + 1,
@@ -107,6 +111,7 @@ export async function runAttempts(
           // Attempt 1's sandbox did this in verify-before; the copies were taken before it.
           if (attempt.number > 1) await excludeUntracked(sandbox, run.signal, run.log);
           await runAttempt(run, prepared, attempt, modelFor(attempt.number), attempts.length);
+          if (!attempt.failure) ended?.(attempt);
         } catch (error) {
           if (attempts.length === 1) throw error;
           // One attempt's crash is its own: the others go on.

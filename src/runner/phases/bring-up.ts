@@ -36,6 +36,7 @@ import {
   shortCommand,
   tail,
 } from '../command-output.js';
+import { hostTreeTurn } from '../host-tree-turn.js';
 import { limitOf, type Failure, type RunContext } from '../run-context.js';
 import type { RunPhase, RunRequest } from '../run-types.js';
 import type { Prepared } from './prepare.js';
@@ -51,7 +52,9 @@ export async function bringUp(
     timed ? run.phase(name, fn) : fn();
   const started: { sandbox?: Sandbox; snapshot?: Snapshot } = {};
   try {
-    await step('sandbox', () => startSandbox(run, prepared, started));
+    await step('sandbox', () =>
+      hostTreeTurn(prepared.workspace, () => startSandbox(run, prepared, started)),
+    );
   } catch (error) {
     const limit = limitOf([started.sandbox], error);
     if (limit) return { outcome: 'sandbox_limit', error: limit.message };

@@ -6,6 +6,7 @@
 // evidence. Then the policy checks, on the patch text and on what git makes of it.
 import type { Sandbox } from '../../leaf/sandbox.js';
 import { SANDBOX_GIT, combined, errorText, tail } from '../command-output.js';
+import { hostTreeTurn } from '../host-tree-turn.js';
 import { addsRootModule, isHarnessFile, isTestFile, patchFacts } from '../patch-facts.js';
 import { DEFAULT_MAX_PATCH_BYTES, checkAppliedChanges, checkPatch } from '../patch-policy.js';
 import type { Failure, RunContext } from '../run-context.js';
@@ -16,38 +17,78 @@ import { bringUp } from './bring-up.js';
 import type { Prepared, TestCommand } from './prepare.js';
 import { runTest } from './run-test.js';
 
-/** Verifies every attempt that has a patch, concurrently, as the `verify-after` phase. */
-export async function verifyEach(
+/**
+ * Verification of every attempt that has a patch. With several attempts each one starts as
+ * soon as its loop ends (`early`), so a quick attempt is verified while slower ones work.
+ */
+export interface Verifier {
+  /** Several attempts with a test command: verify this attempt now, its loop has ended. */
+  early?: (attempt: Attempt) => void;
+  /** The `verify-after` phase: every candidate verified (those started early awaited). */
+  all(attempts: Attempt[]): Promise<void>;
+}
+
+export function verifyEach(
   run: RunContext,
   prepared: Prepared,
-  attempts: Attempt[],
   fresh?: () => Promise<Sandbox>,
-): Promise<void> {
+): Verifier {
   const { test } = prepared;
-  if (!test) return;
-  const candidates = attempts.filter((a) => !a.failure && a.leaf && a.leaf.patch !== '');
-  if (candidates.length === 0) return;
-  const ownTests = attempts.length > 1;
-  await run.phase('verify-after', async () => {
-    // git's reading of each patch uses the host tree the fresh sandboxes are copied from: all
-    // of them first, then the sandboxes.
-    for (const attempt of candidates) await analyzePatch(run, prepared, attempt);
-    await Promise.all(
-      candidates.map(async (attempt) => {
-        const failed = await verifyPatch(run, prepared, test, attempt, ownTests, fresh).catch(
-          (error: unknown) => {
-            // One attempt: the run ends as it always has (a sandbox failure or limit).
-            if (!ownTests) throw error;
-            return `verification failed: ${errorText(error)}`;
+  const several = prepared.attempts > 1;
+  const verifying = new Map<Attempt, Promise<void>>();
+  const verify = (test: TestCommand, attempt: Attempt): Promise<void> => {
+    let done = verifying.get(attempt);
+    if (!done) {
+      done = verifyOne(run, prepared, test, attempt, several, fresh);
+      verifying.set(attempt, done);
+      // Cleanup waits for it, whatever ends the run.
+      run.starting.push(done);
+    }
+    return done;
+  };
+  return {
+    ...(several && test
+      ? {
+          early: (attempt: Attempt) => {
+            if (isCandidate(attempt)) verify(test, attempt).catch(() => undefined);
           },
-        );
-        if (failed && !run.signal.aborted) {
-          run.log.warn({ attempt: attempt.number, reason: failed }, 'verify-after not run');
-          attempt.error ??= `verify-after was not run: ${failed}`;
         }
-      }),
-    );
-  });
+      : {}),
+    async all(attempts) {
+      const candidates = attempts.filter(isCandidate);
+      if (!test || candidates.length === 0) return;
+      await run.phase('verify-after', () =>
+        Promise.all(candidates.map((attempt) => verify(test, attempt))),
+      );
+    },
+  };
+}
+
+function isCandidate(attempt: Attempt): boolean {
+  return !attempt.failure && attempt.leaf !== undefined && attempt.leaf.patch !== '';
+}
+
+async function verifyOne(
+  run: RunContext,
+  prepared: Prepared,
+  test: TestCommand,
+  attempt: Attempt,
+  several: boolean,
+  fresh: (() => Promise<Sandbox>) | undefined,
+): Promise<void> {
+  if (several) run.report({ kind: 'attempt', attempt: attempt.number, state: 'verifying' });
+  const failed = await verifyPatch(run, prepared, test, attempt, several, fresh).catch(
+    (error: unknown) => {
+      // One attempt: the run ends as it always has (a sandbox failure or limit).
+      if (!several) throw error;
+      return `verification failed: ${errorText(error)}`;
+    },
+  );
+  if (failed && !run.signal.aborted) {
+    run.log.warn({ attempt: attempt.number, reason: failed }, 'verify-after not run');
+    attempt.error ??= `verify-after was not run: ${failed}`;
+  }
+  if (several) run.report({ kind: 'attempt', attempt: attempt.number, state: 'done' });
 }
 
 /** Why the patch could not be verified, or undefined once it was. */
@@ -117,9 +158,6 @@ async function gitApply(
   return done.exitCode === 0 ? undefined : tail(combined(done).trim(), 300);
 }
 
-// changesFromPatch works in the one host clone: attempts take turns.
-const analysisQueue = new WeakMap<object, Promise<unknown>>();
-
 /**
  * git's reading of the patch on the host's clean clone, once per attempt: the policy checks
  * it, the evidence splits on it (the repository's own tests and harness for the verdict).
@@ -136,17 +174,12 @@ export function analyzePatch(
     if (Buffer.byteLength(patch, 'utf8') > maxPatchBytes)
       return { error: `the patch is larger than ${maxPatchBytes} bytes` };
     const { workspace, test } = prepared;
-    const turn = (analysisQueue.get(workspace) ?? Promise.resolve()).then(() =>
-      workspace.changesFromPatch(patch, {
-        setAside: (p, c) => isHarnessFile(p, test?.command) || isTestFile(p) || addsRootModule(c),
-      }),
-    );
-    analysisQueue.set(
-      workspace,
-      turn.catch(() => undefined),
-    );
     try {
-      const applied = await turn;
+      const applied = await hostTreeTurn(workspace, () =>
+        workspace.changesFromPatch(patch, {
+          setAside: (p, c) => isHarnessFile(p, test?.command) || isTestFile(p) || addsRootModule(c),
+        }),
+      );
       attempt.patchFacts = patchFacts(applied.changes, test?.command);
       attempt.filesChanged = applied.changes.map((c) => c.path);
       return { applied };

@@ -1,0 +1,42 @@
+// What the status comment says while a run works, from the pipeline's progress events: the
+// phase, the step, and with several attempts each attempt's step and whether its patch is
+// being (or has been) verified; an attempt verified early keeps saying so in later phases.
+import type { RunProgress } from '../runner/run-types.js';
+import type { StatusState } from './status-comment.js';
+
+type Running = Extract<StatusState, { kind: 'running' }>;
+
+export class RunningStatus {
+  #phase: Running['phase'] = 'clone';
+  #step: number | undefined;
+  #maxSteps: number | undefined;
+  readonly #steps: Record<number, number> = {};
+  readonly #verification: Record<number, 'verifying' | 'done'> = {};
+
+  next(event: RunProgress, retried: boolean | undefined): Running {
+    if (event.kind === 'phase') {
+      this.#phase = event.phase;
+      this.#step = event.phase === 'agent' ? 0 : undefined;
+    } else if (event.kind === 'step') {
+      this.#phase = 'agent';
+      this.#step = event.step;
+      this.#maxSteps = event.maxSteps;
+      if (event.attempt !== undefined) this.#steps[event.attempt] = event.step;
+    } else {
+      this.#steps[event.attempt] ??= 0;
+      this.#verification[event.attempt] = event.state;
+    }
+    const several = Object.keys(this.#steps).length > 0;
+    return {
+      kind: 'running',
+      phase: this.#phase,
+      step: this.#step,
+      maxSteps: this.#maxSteps,
+      ...(several ? { attempts: { ...this.#steps } } : {}),
+      ...(Object.keys(this.#verification).length > 0
+        ? { verification: { ...this.#verification } }
+        : {}),
+      retried,
+    };
+  }
+}
