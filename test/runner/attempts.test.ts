@@ -260,7 +260,9 @@ describe('runPipeline with several attempts', () => {
     expect(verified1).toBeLessThan(lastStep2);
     // Attempt 2 changed nothing: it is never verified, and verify-after still closes the run.
     expect(s.events.some((e) => e.kind === 'attempt' && e.attempt === 2)).toBe(false);
-    expect(s.events.filter((e) => e.kind === 'phase').map((e) => e.phase)).toContain('verify-after');
+    expect(s.events.filter((e) => e.kind === 'phase').map((e) => e.phase)).toContain(
+      'verify-after',
+    );
   }, 120_000);
 
   it('with one attempt (the default) sends no attempt header and reports no attempts', async () => {
