@@ -32,6 +32,7 @@ import {
   truthy,
 } from './python-text.js';
 import { type ExecResult, PythonError, type Sandbox, SandboxFailure } from './sandbox.js';
+import { shellQuote } from '../shell-quote.js';
 
 /**
  * Bytes kept per Bash stream. Far above the 30000 code points an observation shows, so the
@@ -134,10 +135,6 @@ async function homeDirectory(sandbox: Sandbox, segment: string): Promise<string>
       throw new PythonError('RuntimeError', 'Could not determine home directory.');
   }
   return home.replace(/\/+$/, '') || '/';
-}
-
-function shellQuote(value: string): string {
-  return `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
 function display(sandbox: Sandbox, realPath: string, joinedPath: string): string {

@@ -22,6 +22,12 @@ const ENV_ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/;
  * plain words only, with no `--` and without `-p no:junitxml`.
  */
 export function pytestReportCommand(command: string, reportPath: string): string | undefined {
+  const words = pytestWords(command);
+  return words && `${words.join(' ')} --junitxml=${reportPath}`;
+}
+
+/** The words of a recognised pytest invocation (see pytestReportCommand), else undefined. */
+export function pytestWords(command: string): string[] | undefined {
   const words = command.trim().split(/[ \t]+/);
   if (words.some((w) => w === '' || w === '--' || UNSAFE.test(w))) return undefined;
   if (words.some((w) => w.endsWith('no:junitxml'))) return undefined;
@@ -33,8 +39,7 @@ export function pytestReportCommand(command: string, reportPath: string): string
     head === 'pytest' ||
     head === 'py.test' ||
     (head !== undefined && PYTHON.test(head) && words[i + 1] === '-m' && words[i + 2] === 'pytest');
-  if (!isPytest) return undefined;
-  return `${words.join(' ')} --junitxml=${reportPath}`;
+  return isPytest ? words : undefined;
 }
 
 /** The testsuite totals of a JUnit XML report, or why it does not count. */

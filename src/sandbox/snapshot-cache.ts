@@ -15,6 +15,7 @@ import { createHash } from 'node:crypto';
 import { lstat, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
+import { shellQuote } from '../shell-quote.js';
 
 export const SNAPSHOT_REPOSITORY = 'frognano-snapshot';
 export const SNAPSHOT_LABEL = 'frognano.snapshot';
@@ -202,7 +203,7 @@ export async function findSnapshot(docker: Docker, key: string): Promise<string 
  * removes what git tracked at setup time and the old .git, keeping setup's own outputs.
  */
 export function refreshTreeCommand(workdir: string): string {
-  const dir = `'${workdir.replace(/'/g, `'\\''`)}'`;
+  const dir = shellQuote(workdir);
   return `cd ${dir} && git -c core.fsmonitor=false -c core.hooksPath=/dev/null ls-files -z | xargs -0 -r rm -f -- && rm -rf .git`;
 }
 

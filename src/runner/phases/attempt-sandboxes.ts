@@ -10,6 +10,7 @@ import { errorText } from '../command-output.js';
 import type { Failure, RunContext } from '../run-context.js';
 import { limitsFromEnv, localSourceOf, snapshotRepo } from './bring-up.js';
 import type { Prepared } from './prepare.js';
+import { warmBytecode } from './run-test.js';
 
 /** Image repository of a run's attempt base (removed with the run). */
 export const ATTEMPT_IMAGE_REPOSITORY = 'frognano-attempt-base';
@@ -67,13 +68,18 @@ export async function attemptSandboxes(
     await Promise.all(others);
     return { sandboxes };
   }
-  // The verification sandboxes start while the attempts wait for the model: one per attempt,
-  // once every attempt has its own (the first model requests go first).
+  // The verification sandboxes start (and compile pytest) while the attempts wait for the
+  // model: one per attempt, once every attempt has its own (the first model requests go first).
   const pool: Promise<Sandbox>[] = [];
   const warm = Promise.all(others).then(() => {
     if (run.signal.aborted) return;
     for (let i = 0; i < count; i++) {
-      const next = start().then(track);
+      const next = start()
+        .then(track)
+        .then(async (sandbox) => {
+          if (prepared.test) await warmBytecode(sandbox, prepared.test, run.signal);
+          return sandbox;
+        });
       next.catch(() => undefined);
       pool.push(next);
       run.starting.push(next);
