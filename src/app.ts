@@ -20,7 +20,7 @@ import { createLogger } from './log.js';
 import { countDelivery, createMetrics, metricsHandler, type Metrics } from './metrics/index.js';
 import { connectDocker } from './sandbox/docker-engine.js';
 import { openQueue } from './queue/open-queue.js';
-import { readRunArtifact } from './queue/read-run-artifact.js';
+import { readRunArtifact, runArtifacts } from './queue/read-run-artifact.js';
 import type { Queue } from './queue/types.js';
 import { lockDataDir, type DataDirHalf } from './queue/data-dir-lock.js';
 import { startRetention } from './queue/retention.js';
@@ -41,7 +41,7 @@ import {
 import { prunePendingPublishes } from './github/pending-publish.js';
 import { decideTrigger } from './github/triggers.js';
 import { useCommandHandler } from './github/use-attempt.js';
-import { type RunPipelineFn, WorkerPool, runOutDir } from './github/worker.js';
+import { type RunPipelineFn, WorkerPool } from './github/worker.js';
 import {
   queueRunListing,
   recordingRunResults,
@@ -355,7 +355,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     });
     const listing = queueRunListing(queue, {
       gitBaseUrl: config.gitBaseUrl,
-      runDir: (id) => runOutDir(config.dataDir, id),
+      files: (id) => runArtifacts(id, { dataDir: config.dataDir, queue }),
     });
     const runsPage = runsPageConfig(env);
     if (!runsPage) log.info('runs page /runs off: set GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET');

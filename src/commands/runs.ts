@@ -9,7 +9,13 @@ import { RunQueue, type RunState } from '../queue/queue.js';
 import type { TestResult } from '../runner/run-types.js';
 import { testPassed } from '../runner/test-report.js';
 import { SqliteQueue } from '../queue/sqlite-queue.js';
-import { queueRunListing, readRunRecord, runPageUrl, type RunSummary } from '../web/index.js';
+import {
+  filesIn,
+  queueRunListing,
+  readRunRecord,
+  runPageUrl,
+  type RunSummary,
+} from '../web/index.js';
 import { UsageError } from './solve-options.js';
 
 export interface RunsIo {
@@ -47,7 +53,7 @@ function openListing(io: RunsIo) {
   });
   const listing = queueRunListing(new SqliteQueue(queue), {
     gitBaseUrl: config.gitBaseUrl,
-    runDir: (id) => runOutDir(config.dataDir, id),
+    files: (id) => filesIn(runOutDir(config.dataDir, id)),
   });
   return { config, queue, listing };
 }
@@ -116,8 +122,7 @@ export async function runsShowCommand(
       );
     }
     const run = matches[0] as RunSummary;
-    const dir = listing.runDir(run.id);
-    const record = await readRunRecord(dir);
+    const record = await readRunRecord(listing.files(run.id));
     const pageUrl = config.publicUrl ? runPageUrl(config.publicUrl, run.id) : undefined;
     if (options.json) {
       io.stdout(JSON.stringify({ ...run, runPageUrl: pageUrl, result: record?.result }, null, 2));
@@ -159,7 +164,7 @@ export async function runsShowCommand(
     }
     if (run.prUrl) lines.push(['pull request', run.prUrl]);
     if (pageUrl) lines.push(['run page', pageUrl]);
-    lines.push(['trajectory', path.join(dir, 'trajectory.json')]);
+    lines.push(['trajectory', path.join(runOutDir(config.dataDir, run.id), 'trajectory.json')]);
     const width = Math.max(...lines.map(([k]) => k.length));
     for (const [k, v] of lines) io.stdout(`${k.padEnd(width)}  ${v}`);
     return 0;

@@ -10,8 +10,6 @@ import type { AttemptSummary, RunResult } from '../runner/run-types.js';
 import type { GitHubClient } from './octokit.js';
 import { renderPrBody } from './pr-body.js';
 import type { Queue } from '../queue/types.js';
-import { readRunRecord, writeRunRecord } from '../web/run-record.js';
-import { runPageUrl } from '../web/run-page-handler.js';
 import type { IssueJob } from './job.js';
 import {
   gitEnvironment,
@@ -21,8 +19,7 @@ import {
   type BotIdentity,
   type GitRunner,
 } from './publish.js';
-import { issueKey } from './triggers.js';
-import { runOutDir } from './worker.js';
+import { publishedRun } from './published-run.js';
 
 /** The run a pull request was published from, with what is needed to re-render its body. */
 export interface PublishedRun {
@@ -74,8 +71,12 @@ export async function useAttempt(p: UseAttemptParams): Promise<UseAttemptOutcome
   if (pr.state !== 'open') return refuse('this pull request is closed.');
   const issueNumber = Number(branch[1]);
   const run = await p.findRun(issueNumber);
-  const attempts = run?.result.attempts;
-  if (!run || !attempts || attempts.length < 2)
+  if (!run)
+    return refuse(
+      'no record of the run behind this pull request is kept any more (see FROGNANO_RETENTION_DAYS): there is nothing to switch to.',
+    );
+  const attempts = run.result.attempts;
+  if (!attempts || attempts.length < 2)
     return refuse(
       'the run behind this pull request had one attempt: there is nothing to switch to.',
     );
@@ -307,28 +308,5 @@ export function useCommandHandler(deps: UseCommandDeps) {
       log.error({ err: error }, '/frognano use failed');
       return `switching failed: ${redactSecrets(error instanceof Error ? error.message : String(error)).split('\n')[0]}`;
     }
-  };
-}
-
-async function publishedRun(
-  deps: UseCommandDeps,
-  target: { owner: string; repo: string },
-  issueNumber: number,
-): Promise<PublishedRun | undefined> {
-  const key = issueKey({ ...target, issueNumber });
-  const run = (await deps.queue.list('done'))
-    .filter((r) => r.key === key && r.outcome === 'pull_request')
-    .sort((a, b) => (b.finishedAt ?? 0) - (a.finishedAt ?? 0))[0];
-  if (!run) return undefined;
-  const dir = runOutDir(deps.dataDir, run.id);
-  const record = await readRunRecord(dir);
-  if (!record) return undefined;
-  return {
-    runId: run.id,
-    result: record.result,
-    requestedBy: run.job.sender.login,
-    ...(record.model ? { model: record.model } : {}),
-    ...(deps.publicUrl ? { trajectoryUrl: runPageUrl(deps.publicUrl, run.id) } : {}),
-    save: (result) => writeRunRecord(dir, { ...record, result }),
   };
 }

@@ -45,7 +45,8 @@ import {
   verificationLine,
 } from './status-comment.js';
 import { issueKey } from './triggers.js';
-import { runPageUrl } from '../web/index.js';
+import { RUN_RECORD_FILE, attemptTrajectoryName, runPageUrl } from '../web/index.js';
+import { DEFAULT_ARTIFACT_TTL_SECONDS } from '../queue/read-run-artifact.js';
 
 export type RunPipelineFn = (request: RunRequest) => Promise<RunResult>;
 
@@ -502,9 +503,7 @@ export class WorkerPool {
         phases.end();
         countRunResult(deps.metrics, deps.sandbox, result);
         outcome = result.outcome;
-        if (result.trajectoryPath) {
-          await this.#shareTrajectory(record.id, result.trajectoryPath, log);
-        }
+        await this.#shareRunFiles(record.id, outDir, result, log);
         const refusal =
           signal.aborted && result.outcome !== 'completed'
             ? { kind: 'cancelled' as const }
@@ -618,15 +617,25 @@ export class WorkerPool {
     await deps.queue.finish(record.id, state, { outcome, summary: final.kind });
   }
 
-  /** With a shared queue, serve (another host) shows the trajectory from there. */
-  async #shareTrajectory(runId: string, path: string, log: Logger): Promise<void> {
+  /**
+   * With a shared queue, serve (another host) shows the run from there and `/frognano use K`
+   * finds its attempts: the trajectories and the run record.
+   */
+  async #shareRunFiles(runId: string, outDir: string, result: RunResult, log: Logger) {
     if (this.deps.queue.kind === 'sqlite') return;
-    try {
-      const ttl = this.deps.artifactTtlSeconds ?? 14 * 24 * 3600;
-      await this.deps.queue.putArtifact(runId, 'trajectory.json', await readFile(path), ttl);
-    } catch (error) {
-      // The PR still opens; only its trajectory link will answer 404 on other hosts.
-      log.warn({ err: error }, 'trajectory not shared through the queue');
+    const ttl = this.deps.artifactTtlSeconds ?? DEFAULT_ARTIFACT_TTL_SECONDS;
+    const names = [
+      RUN_RECORD_FILE,
+      ...(result.attempts ?? [{ attempt: 1 }]).map((a) => attemptTrajectoryName(a.attempt)),
+    ];
+    for (const name of names) {
+      try {
+        const body = await readFile(join(outDir, name)).catch(() => undefined);
+        if (body) await this.deps.queue.putArtifact(runId, name, body, ttl);
+      } catch (error) {
+        // The PR still opens; only the run page and `use K` on other hosts miss this file.
+        log.warn({ err: error, name }, 'run file not shared through the queue');
+      }
     }
   }
 

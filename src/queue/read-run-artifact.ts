@@ -5,8 +5,12 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Queue } from './types.js';
 
+/** How long a run's shared files stay in a shared queue (bullmq), unless configured. */
+export const DEFAULT_ARTIFACT_TTL_SECONDS = 14 * 24 * 3600;
+
 const RUN_ID = /^[0-9a-f-]{36}$/;
-const NAME = /^[\w.-]+$/;
+// A plain file name, or one inside the folder of attempt K (`attempt-2/trajectory.json`).
+const NAME = /^(?:attempt-[1-9]\d{0,2}\/)?\w[\w.-]*$/;
 
 export interface RunArtifactSource {
   dataDir: string;
@@ -19,7 +23,7 @@ export async function readRunArtifact(
   name: string,
   from: RunArtifactSource,
 ): Promise<Buffer | undefined> {
-  if (!RUN_ID.test(runId) || !NAME.test(name) || name.startsWith('.')) {
+  if (!RUN_ID.test(runId) || !NAME.test(name) || name.includes('..')) {
     throw new Error(`not a run artifact: ${JSON.stringify(runId)} / ${JSON.stringify(name)}`);
   }
   try {
@@ -28,4 +32,12 @@ export async function readRunArtifact(
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
   return from.queue?.getArtifact(runId, name);
+}
+
+/** A run's files by name, as readRunArtifact finds them (the run viewer's RunFiles). */
+export function runArtifacts(
+  runId: string,
+  from: RunArtifactSource,
+): (name: string) => Promise<Buffer | undefined> {
+  return (name) => readRunArtifact(runId, name, from);
 }

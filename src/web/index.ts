@@ -4,10 +4,14 @@ export { renderRunPage } from './render-run-page.js';
 export { writeRunPage } from './write-run-page.js';
 export { runPageHandler, runPageUrl, liveUpdate } from './run-page-handler.js';
 export {
+  attemptTrajectoryName,
+  filesIn,
+  RUN_RECORD_FILE,
   recordingRunResults,
   readRunRecord,
   readTrajectory,
   writeRunRecord,
+  type RunFiles,
 } from './run-record.js';
 export {
   queueRunListing,

@@ -2,7 +2,7 @@
 // shared queue backend only has to implement `RunListing`.
 import type { IssueJob } from '../github/job.js';
 import type { Queue, RunRecord, RunState } from '../queue/types.js';
-import { readRunRecord, readTrajectory } from './run-record.js';
+import { readRunRecord, readTrajectory, type RunFiles } from './run-record.js';
 
 export interface RunSummary {
   id: string;
@@ -36,8 +36,8 @@ export interface RunFilter {
 export interface RunListing {
   listRuns(filter?: RunFilter): Promise<RunSummary[]>;
   getRun(id: string): Promise<RunSummary | undefined>;
-  /** Where a run's trajectory.json and run.json are. */
-  runDir(id: string): string;
+  /** A run's trajectory.json, run.json and attempts' trajectories, wherever its host put them. */
+  files(id: string): RunFiles;
 }
 
 export function triggerOf(job: Pick<IssueJob, 'source' | 'sender'>): string {
@@ -55,11 +55,11 @@ export function queueRunListing(
   queue: Pick<Queue<IssueJob>, 'list' | 'get'>,
   options: {
     gitBaseUrl: string;
-    /** Where a run keeps trajectory.json and run.json (the worker's run output directory). */
-    runDir: (id: string) => string;
+    /** A run's files: its worker's output directory, or the shared queue for another host's. */
+    files: (id: string) => RunFiles;
   },
 ): RunListing {
-  const { runDir } = options;
+  const { files } = options;
   const summarize = async (run: RunRecord<IssueJob>) => {
     const { job } = run;
     const repo = `${job.owner}/${job.repo}`;
@@ -82,13 +82,13 @@ export function queueRunListing(
       summary.prUrl = `${options.gitBaseUrl}/${repo}/pulls?q=${q}`;
     }
     if (run.state === 'running') {
-      const t = await readTrajectory(runDir(run.id));
+      const t = await readTrajectory(files(run.id));
       if (t) {
         summary.step = t.steps.length;
         summary.maxSteps = t.budget.max_steps;
       }
     } else if (run.state !== 'queued') {
-      const record = await readRunRecord(runDir(run.id));
+      const record = await readRunRecord(files(run.id));
       if (record) {
         summary.step = record.result.budgets.steps;
         summary.maxSteps = record.result.budgets.maxSteps;
@@ -97,7 +97,7 @@ export function queueRunListing(
     return summary;
   };
   return {
-    runDir,
+    files,
     async listRuns(filter = {}) {
       const repo = filter.repo?.toLowerCase();
       const runs = (await queue.list(filter.state))

@@ -32,9 +32,9 @@ async function loadRunPage(
 ): Promise<RunPageData | undefined> {
   const run = await options.listing.getRun(runId);
   if (!run) return undefined;
-  const dir = options.listing.runDir(runId);
-  const [trajectory, record] = await Promise.all([readTrajectory(dir), readRunRecord(dir)]);
-  const attemptTrajectories = await readAttemptTrajectories(dir, record?.result);
+  const files = options.listing.files(runId);
+  const [trajectory, record] = await Promise.all([readTrajectory(files), readRunRecord(files)]);
+  const attemptTrajectories = await readAttemptTrajectories(files, record?.result);
   return runPageData({
     attemptTrajectories,
     runId,

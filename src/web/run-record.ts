@@ -16,39 +16,63 @@ export async function writeRunRecord(outDir: string, record: RunRecordFile): Pro
   await writeFileAtomic(path.join(outDir, RUN_RECORD_FILE), JSON.stringify(record));
 }
 
+/**
+ * Reads one of a run's files by name (`trajectory.json`, `run.json`, `attempt-2/trajectory.json`):
+ * from a directory, or wherever the run's host shared them (src/queue/read-run-artifact.ts).
+ * Undefined when the file is not there.
+ */
+export type RunFiles = (name: string) => Promise<Buffer | undefined>;
+
+/** A run's files in its output directory. */
+export function filesIn(outDir: string): RunFiles {
+  return async (name) => {
+    try {
+      return await readFile(path.join(outDir, name));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    }
+  };
+}
+
 /** Undefined while the run is active (or when it never finished). */
-export async function readRunRecord(outDir: string): Promise<RunRecordFile | undefined> {
+export async function readRunRecord(files: RunFiles): Promise<RunRecordFile | undefined> {
   try {
-    return JSON.parse(await readFile(path.join(outDir, RUN_RECORD_FILE), 'utf8')) as RunRecordFile;
+    const raw = await files(RUN_RECORD_FILE);
+    return raw && (JSON.parse(raw.toString('utf8')) as RunRecordFile);
   } catch {
     return undefined;
   }
 }
 
 /** Undefined when there is none yet (the loop has not finished its first step) or it is unreadable. */
-export async function readTrajectory(outDir: string): Promise<Trajectory | undefined> {
-  let raw: string;
+export async function readTrajectory(
+  files: RunFiles,
+  name = 'trajectory.json',
+): Promise<Trajectory | undefined> {
   try {
-    raw = await readFile(path.join(outDir, 'trajectory.json'), 'utf8');
-  } catch {
-    return undefined;
-  }
-  try {
-    const parsed = Trajectory.safeParse(JSON.parse(raw));
+    const raw = await files(name);
+    if (!raw) return undefined;
+    const parsed = Trajectory.safeParse(JSON.parse(raw.toString('utf8')));
     return parsed.success ? parsed.data : undefined;
   } catch {
     return undefined;
   }
 }
 
+/** Where attempt K's trajectory is among a run's files (attempt 1's is `trajectory.json`). */
+export function attemptTrajectoryName(attempt: number): string {
+  return attempt === 1 ? 'trajectory.json' : `attempt-${attempt}/trajectory.json`;
+}
+
 /** The trajectories of attempts 2..N of a run with several (attempt 1's is `trajectory.json`). */
 export async function readAttemptTrajectories(
-  outDir: string,
+  files: RunFiles,
   result: RunResult | undefined,
 ): Promise<Record<number, Trajectory | undefined>> {
   const numbers = (result?.attempts ?? []).map((a) => a.attempt).filter((k) => k > 1);
   const read = await Promise.all(
-    numbers.map((k) => readTrajectory(path.join(outDir, `attempt-${k}`))),
+    numbers.map((k) => readTrajectory(files, attemptTrajectoryName(k))),
   );
   return Object.fromEntries(numbers.map((k, i) => [k, read[i]]));
 }

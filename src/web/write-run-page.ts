@@ -4,7 +4,7 @@ import { userInfo } from 'node:os';
 import path from 'node:path';
 import type { RunResult } from '../runner/run-types.js';
 import { runPageData } from './run-page-data.js';
-import { readAttemptTrajectories, readTrajectory } from './run-record.js';
+import { filesIn, readAttemptTrajectories, readTrajectory } from './run-record.js';
 import { renderRunPage } from './render-run-page.js';
 
 export interface SolveRunPageInput {
@@ -19,7 +19,7 @@ export interface SolveRunPageInput {
 /** Writes `trajectory.html` into `outDir` and returns its path. */
 export async function writeRunPage(outDir: string, input: SolveRunPageInput): Promise<string> {
   const trajectory = await readTrajectory(
-    path.dirname(input.result.trajectoryPath ?? path.join(outDir, 'trajectory.json')),
+    filesIn(path.dirname(input.result.trajectoryPath ?? path.join(outDir, 'trajectory.json'))),
   );
   let user = 'you';
   try {
@@ -36,7 +36,7 @@ export async function writeRunPage(outDir: string, input: SolveRunPageInput): Pr
       trigger: `frognano solve by ${user}`,
       state: 'finished',
       trajectory,
-      attemptTrajectories: await readAttemptTrajectories(outDir, input.result),
+      attemptTrajectories: await readAttemptTrajectories(filesIn(outDir), input.result),
       result: input.result,
     }),
   );

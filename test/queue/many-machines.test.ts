@@ -297,6 +297,12 @@ it('10 issues labelled at once: 10 draft PRs, each run once, spread over both wo
   const served = await fetch(`${cluster.serveUrl}/frognano/runs/${runs[0]!.id}/trajectory.json`);
   expect(served.status).toBe(200);
   expect(JSON.stringify(await served.json())).toContain('Fixed add()');
+  // So does its run page: steps and evidence from the files the worker shared.
+  const page = await fetch(`${cluster.serveUrl}/frognano/runs/${runs[0]!.id}/trajectory`);
+  expect(page.status).toBe(200);
+  const html = await page.text();
+  expect(html).toContain('Fixed add() for issue');
+  expect(html).toMatch(/id="step-1"/);
 
   expect(cluster.fake.unmatched, 'requests no mock matched').toEqual([]);
 }, 180_000);

@@ -14,7 +14,12 @@ import { runOutDir } from '../../src/github/worker.js';
 import { RunQueue } from '../../src/queue/queue.js';
 import { SqliteQueue } from '../../src/queue/sqlite-queue.js';
 import { runPipeline } from '../../src/runner/run.js';
-import { queueRunListing, recordingRunResults, runPageHandler } from '../../src/web/index.js';
+import {
+  filesIn,
+  queueRunListing,
+  recordingRunResults,
+  runPageHandler,
+} from '../../src/web/index.js';
 import { createPythonRepo, ISSUE_TEXT } from '../support/python-repo.js';
 import {
   finalAnswer,
@@ -39,7 +44,7 @@ describeBrowser('live run page (App handler, headless Chromium)', () => {
     queue = RunQueue.open<IssueJob>({ dataDir: path.join(work, 'data'), concurrency: 1 });
     const listing = queueRunListing(new SqliteQueue(queue), {
       gitBaseUrl: 'https://github.com',
-      runDir: (id) => runOutDir(path.join(work, 'data'), id),
+      files: (id) => filesIn(runOutDir(path.join(work, 'data'), id)),
     });
     const handle = runPageHandler({ listing, model: 'scripted-model' });
     server = createServer((req, res) => {

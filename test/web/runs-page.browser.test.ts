@@ -14,6 +14,7 @@ import { runOutDir } from '../../src/github/worker.js';
 import { RunQueue } from '../../src/queue/queue.js';
 import { SqliteQueue } from '../../src/queue/sqlite-queue.js';
 import {
+  filesIn,
   queueRunListing,
   runPageHandler,
   runsPageConfig,
@@ -82,7 +83,7 @@ describeBrowser('runs page behind GitHub sign-in (fake OAuth, headless Chromium)
     });
     const listing = queueRunListing(new SqliteQueue(queue), {
       gitBaseUrl: 'https://github.example',
-      runDir: (id) => runOutDir(dataDir, id),
+      files: (id) => filesIn(runOutDir(dataDir, id)),
     });
     const handlers = [
       runsPageHandler({
