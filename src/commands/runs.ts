@@ -5,17 +5,13 @@ import path from 'node:path';
 import { loadAppConfig } from '../github/app-config.js';
 import type { IssueJob } from '../github/job.js';
 import { runOutDir } from '../github/worker.js';
-import { RunQueue, type RunState } from '../queue/queue.js';
+import { openQueue, loadQueueConfig } from '../queue/open-queue.js';
+import type { RunState } from '../queue/queue.js';
+import { runArtifacts } from '../queue/read-run-artifact.js';
+import type { Queue } from '../queue/types.js';
 import type { TestResult } from '../runner/run-types.js';
 import { testPassed } from '../runner/test-report.js';
-import { SqliteQueue } from '../queue/sqlite-queue.js';
-import {
-  filesIn,
-  queueRunListing,
-  readRunRecord,
-  runPageUrl,
-  type RunSummary,
-} from '../web/index.js';
+import { queueRunListing, readRunRecord, runPageUrl, type RunSummary } from '../web/index.js';
 import { UsageError } from './solve-options.js';
 
 export interface RunsIo {
@@ -34,28 +30,33 @@ interface ListOptions {
   limit?: string;
 }
 
-function openListing(io: RunsIo) {
+async function openListing(io: RunsIo) {
   const cwd = io.cwd ?? process.cwd();
   // As `npm start` does: the App's variables (FROGNANO_DATA_DIR among them) may live in .env.
   if (io.env === process.env && existsSync(path.resolve(cwd, '.env'))) {
     process.loadEnvFile(path.resolve(cwd, '.env'));
   }
   const config = loadAppConfig(io.env, cwd);
-  const file = path.join(config.dataDir, 'frognano.sqlite');
-  if (!existsSync(file)) {
-    throw new UsageError(
-      `no run queue at ${file}: the App has not run with this FROGNANO_DATA_DIR (set it to the App's data directory)`,
-    );
-  }
-  const queue = RunQueue.open<IssueJob>({
-    dataDir: config.dataDir,
-    concurrency: 1,
-  });
-  const listing = queueRunListing(new SqliteQueue(queue), {
+  const queue = await openRunsQueue(io.env, config.dataDir);
+  const listing = queueRunListing(queue, {
     gitBaseUrl: config.gitBaseUrl,
-    files: (id) => filesIn(runOutDir(config.dataDir, id)),
+    // Runs made on other hosts: their files as their workers shared them through the queue.
+    files: (id) => runArtifacts(id, { dataDir: config.dataDir, queue }),
   });
   return { config, queue, listing };
+}
+
+/** The queue the App uses: Redis with FROGNANO_REDIS_URL (no worker of its own), else SQLite. */
+async function openRunsQueue(env: NodeJS.ProcessEnv, dataDir: string): Promise<Queue<IssueJob>> {
+  if (!loadQueueConfig(env).FROGNANO_REDIS_URL) {
+    const file = path.join(dataDir, 'frognano.sqlite');
+    if (!existsSync(file)) {
+      throw new UsageError(
+        `no run queue at ${file}: the App has not run with this FROGNANO_DATA_DIR (set it to the App's data directory)`,
+      );
+    }
+  }
+  return openQueue<IssueJob>({ env, dataDir, concurrency: 1, worker: false });
 }
 
 /** The queue (running, queued) and the most recent runs, newest first. */
@@ -67,7 +68,7 @@ export async function runsCommand(options: ListOptions, io: RunsIo): Promise<num
   if (!Number.isInteger(limit) || limit < 1) {
     throw new UsageError(`--limit must be a positive integer (got ${options.limit})`);
   }
-  const { queue, listing } = openListing(io);
+  const { queue, listing } = await openListing(io);
   try {
     const runs = await listing.listRuns({
       state: options.state as RunState | undefined,
@@ -78,8 +79,8 @@ export async function runsCommand(options: ListOptions, io: RunsIo): Promise<num
       io.stdout(JSON.stringify(runs, null, 2));
       return 0;
     }
-    const running = queue.list('running').length;
-    const queued = queue.list('queued').length;
+    const running = (await queue.list('running')).length;
+    const queued = (await queue.list('queued')).length;
     io.stdout(`queue: ${running} running, ${queued} queued`);
     if (runs.length === 0) {
       io.stdout('no runs');
@@ -99,7 +100,7 @@ export async function runsCommand(options: ListOptions, io: RunsIo): Promise<num
     }
     return 0;
   } finally {
-    queue.close();
+    await queue.close();
   }
 }
 
@@ -109,7 +110,7 @@ export async function runsShowCommand(
   options: { json?: boolean },
   io: RunsIo,
 ): Promise<number> {
-  const { config, queue, listing } = openListing(io);
+  const { config, queue, listing } = await openListing(io);
   try {
     const matches = (await listing.listRuns({ limit: Number.MAX_SAFE_INTEGER })).filter((r) =>
       r.id.startsWith(id),
@@ -169,7 +170,7 @@ export async function runsShowCommand(
     for (const [k, v] of lines) io.stdout(`${k.padEnd(width)}  ${v}`);
     return 0;
   } finally {
-    queue.close();
+    await queue.close();
   }
 }
 

@@ -1,13 +1,16 @@
 // `frognano runs` and `frognano runs show` as a user runs them: a child process reading a real
 // queue database and run directories in FROGNANO_DATA_DIR.
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IssueJob } from '../../src/github/job.js';
 import { runOutDir } from '../../src/github/worker.js';
 import { RunQueue } from '../../src/queue/queue.js';
+import { RedisQueue } from '../../src/queue/redis-queue.js';
 import { writeRunRecord } from '../../src/web/index.js';
 import { runResult } from '../github/helpers/run-result.js';
 import { generateTrajectory } from './helpers/generated-trajectory.js';
@@ -132,5 +135,58 @@ describe('frognano runs', () => {
     const missing = await cli(['runs'], { FROGNANO_DATA_DIR: path.join(dataDir, 'nope') });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/^frognano: no run queue at .*nope\/frognano\.sqlite: /);
+  });
+});
+
+describe('frognano runs with FROGNANO_REDIS_URL', () => {
+  const REDIS_URL = process.env.FROGNANO_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const prefix = `fntest:${randomUUID()}`;
+  let runId = '';
+  let emptyDataDir = '';
+  beforeAll(async () => {
+    emptyDataDir = mkdtempSync(path.join(tmpdir(), 'frognano-runs-redis-'));
+    const queue = await RedisQueue.open<IssueJob>({
+      url: REDIS_URL,
+      prefix,
+      concurrency: 1,
+      worker: true,
+    });
+    try {
+      const r = await queue.enqueue({ key: 'octo/calc#9', job: job('calc', 9, 'made elsewhere') });
+      if (r.status !== 'queued') throw new Error(`not queued: ${r.status}`);
+      runId = r.run.id;
+      await queue.claim();
+      // A worker on another host shared its record; this data directory has nothing.
+      const record = { model: 'frog-test', result: runResult({ runId }) };
+      await queue.putArtifact(runId, 'run.json', Buffer.from(JSON.stringify(record)), 60);
+      await queue.finish(runId, 'done', { outcome: 'pull_request' });
+    } finally {
+      await queue.close();
+    }
+  });
+  afterAll(async () => {
+    rmSync(emptyDataDir, { recursive: true, force: true });
+    const redis = new Redis(REDIS_URL);
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  });
+
+  it('lists and shows the runs of the shared queue, made on any host', async () => {
+    const env = {
+      FROGNANO_DATA_DIR: emptyDataDir,
+      FROGNANO_REDIS_URL: REDIS_URL,
+      FROGNANO_REDIS_PREFIX: prefix,
+    };
+    const list = await cli(['runs'], env);
+    expect(list.stderr).toBe('');
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(
+      new RegExp(`^done\\s+octo/calc#9\\s+\\d+s\\s+3/150\\s+pull_request\\s+${runId}$`, 'm'),
+    );
+    const show = await cli(['runs', 'show', runId], env);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toMatch(/^model\s+frog-test$/m);
+    expect(show.stdout).toMatch(/^files changed\s+calc\.py$/m);
   });
 });
