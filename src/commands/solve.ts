@@ -118,7 +118,7 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
   await writeFile(path.join(outDir, 'patch.diff'), result.patch);
   await writeFile(
     path.join(outDir, 'summary.md'),
-    renderSummary(result, { model: modelConfig.model }),
+    renderSummary(result, { model: modelConfig.model, outDir }),
   );
   await writeRunPage(outDir, { result, repo: options.repo, issueText, model: modelConfig.model });
   const failure = failureOf(result);
