@@ -553,7 +553,9 @@ describe('frognano reap', () => {
     });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain('reaping work directories only');
-    expect(run.stdout).toMatch(/reaped 0 container\(s\), 0 snapshot image\(s\), 1 work dir\(s\)/);
+    expect(run.stdout).toMatch(
+      /reaped 0 container\(s\), 0 snapshot image\(s\), 0 attempt-base image\(s\), 1 work dir\(s\)/,
+    );
     expect(existsSync(dead)).toBe(false);
   });
 });
