@@ -112,7 +112,9 @@ program
 
 program
   .command('reap')
-  .description('Remove containers, snapshot images and work directories left by dead runs')
+  .description(
+    'Remove containers, snapshot and attempt-base images, and work directories left by dead runs',
+  )
   .action(async () => {
     const { reapCommand } = await import('./commands/reap.js');
     process.exitCode = await reapCommand({

@@ -1,6 +1,7 @@
-// `frognano reap`: remove what dead runs of this data directory left behind: containers of
-// its instance whose owning process is gone, and work directories of dead runs. A live
-// `frognano solve` or App on the same data directory, and other instances, are left alone.
+// `frognano reap`: remove what dead runs of this data directory left behind: containers and
+// attempt-base images of its instance whose owning process is gone, and work directories of
+// dead runs. A live `frognano solve` or App on the same data directory, and other instances,
+// are left alone.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { loadProcessConfig } from '../config.js';
@@ -31,7 +32,7 @@ export async function reapCommand(io: {
     workRoot: path.join(dataDir, 'runs'),
   });
   io.stdout(
-    `reaped ${result.containers} container(s), ${result.images} snapshot image(s), ${result.workDirs} work dir(s); spared ${liveRunIds.length} live run(s) and ${result.spared ?? 0} container(s) of live processes`,
+    `reaped ${result.containers} container(s), ${result.images} snapshot image(s), ${result.attemptImages} attempt-base image(s), ${result.workDirs} work dir(s); spared ${liveRunIds.length} live run(s) and ${result.spared ?? 0} container(s) of live processes`,
   );
   return 0;
 }

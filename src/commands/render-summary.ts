@@ -2,15 +2,18 @@
 // the repository or its commands wrote is escaped, quoted or fenced (src/github/markdown.ts), so
 // a file name or a test's output cannot write a section of its own; the step table and the
 // diffstat are the PR body's own renderers.
+import path from 'node:path';
 import { fence, fileName, inertQuote, inlineCode, literalLines, tail } from '../github/markdown.js';
-import { changesSection, trajectoryTable } from '../github/pr-body.js';
-import type { RunResult, TestResult } from '../runner/run-types.js';
+import { attemptsTable, changesSection, trajectoryTable } from '../github/pr-body.js';
+import type { AttemptSummary, RunResult, TestResult } from '../runner/run-types.js';
 import { testPassed } from '../runner/test-report.js';
 import { reportWords } from '../github/status-comment.js';
 
 export interface SummaryMeta {
   /** The served model name the run used. */
   model?: string;
+  /** Where summary.md is written: the attempts' files are named relative to it. */
+  outDir?: string;
 }
 
 const TAIL_CHARS = 6000;
@@ -20,6 +23,12 @@ export function renderSummary(result: RunResult, meta: SummaryMeta = {}): string
   lines.push(`- Outcome: ${result.outcome}${result.error ? ` (${oneLine(result.error)})` : ''}`);
   if (result.exitReason) {
     lines.push(`- Exit reason: ${result.exitReason}${result.partial ? ' (partial work)' : ''}`);
+  }
+  const several = result.attempts && result.attempts.length > 1 ? result.attempts : undefined;
+  if (several) {
+    lines.push(
+      `- Selected attempt: ${result.selectedAttempt ?? several.find((a) => a.selected)?.attempt} of ${several.length} (the steps, tokens, tests and patch here are its own; see Attempts)`,
+    );
   }
   if (meta.model) lines.push(`- Model: ${inlineCode(meta.model)}`);
   if (result.baseCommit) lines.push(`- Base commit: ${inlineCode(result.baseCommit)}`);
@@ -77,6 +86,7 @@ export function renderSummary(result: RunResult, meta: SummaryMeta = {}): string
   }
 
   if (result.patch.trim() !== '') lines.push(changesSection(result), '');
+  if (several) lines.push(...attemptLines(several, meta.outDir));
   lines.push(trajectoryTable(result), '');
 
   const timings = Object.entries(result.timings);
@@ -102,6 +112,46 @@ export function renderSummary(result: RunResult, meta: SummaryMeta = {}): string
     }
   }
   return `${lines.join('\n').trimEnd()}\n`;
+}
+
+/**
+ * Several attempts: the PR body's table of how each went and why the selected one won, with
+ * whole reasons, then where each attempt's patch and trajectory are (the runner-ups' too, so
+ * they can be applied or read).
+ */
+function attemptLines(attempts: readonly AttemptSummary[], outDir: string | undefined): string[] {
+  const where = (file: string) => fileName(outDir === undefined ? file : relativeTo(outDir, file));
+  const lines = [
+    '## Attempts',
+    '',
+    `${attempts.length} attempts ran in parallel from the same setup; each patch was verified in a fresh sandbox, and the one this summary describes (\`patch.diff\`) was chosen by the evidence below.`,
+    '',
+    attemptsTable(attempts, { chosen: 'selected', reasonChars: 2000 }),
+    '',
+    "Each attempt's files (`trajectory.html` shows every attempt, one tab each):",
+    '',
+  ];
+  for (const a of attempts) {
+    const patch = a.patchPath ? `patch ${where(a.patchPath)}` : 'patch not kept';
+    const trajectory = a.trajectoryPath
+      ? `trajectory ${where(a.trajectoryPath)}`
+      : `no trajectory (it ended ${inlineCode(a.outcome)})`;
+    const label = a.selected ? ' (selected, also `patch.diff`)' : '';
+    lines.push(`- Attempt ${a.attempt}${label}: ${patch}, ${trajectory}`);
+  }
+  lines.push('');
+  return lines;
+}
+
+/** `file` as it is named from `dir` when it lies inside it, as given otherwise. */
+function relativeTo(dir: string, file: string): string {
+  const relative = path.relative(dir, file);
+  return relative === '' ||
+    relative === '..' ||
+    relative.startsWith(`..${path.sep}`) ||
+    path.isAbsolute(relative)
+    ? file
+    : relative;
 }
 
 /** Untrusted text (error texts carry tool output) on one literal line. */

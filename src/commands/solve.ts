@@ -1,5 +1,5 @@
 // `frognano solve`: the whole run pipeline on one repository, no GitHub involved.
-import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { loadProcessConfig } from '../config.js';
@@ -30,6 +30,10 @@ export const SOLVE_EXIT = {
 
 /** The files a run writes into --out; a previous run's copies are removed first. */
 const OUTPUT_FILES = ['trajectory.json', 'trajectory.html', 'patch.diff', 'summary.md'];
+/** Attempt K's folder in a run with several (runner/phases/attempts.ts, publish-input.ts). */
+const ATTEMPT_DIR = /^attempt-[1-9]\d*$/;
+/** What a run writes into an attempt's folder, with writeFileAtomic's temporary files. */
+const ATTEMPT_FILE = /^(?:patch\.diff|trajectory\.json(?:\.\d+\.[0-9a-f]{8}\.tmp)?)$/;
 
 export interface SolveIo {
   stderr: (line: string) => void;
@@ -118,7 +122,7 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
   await writeFile(path.join(outDir, 'patch.diff'), result.patch);
   await writeFile(
     path.join(outDir, 'summary.md'),
-    renderSummary(result, { model: modelConfig.model }),
+    renderSummary(result, { model: modelConfig.model, outDir }),
   );
   await writeRunPage(outDir, { result, repo: options.repo, issueText, model: modelConfig.model });
   const failure = failureOf(result);
@@ -153,10 +157,29 @@ async function prepareOutDir(given: string, outDir: string): Promise<void> {
   try {
     await mkdir(outDir, { recursive: true });
     for (const name of OUTPUT_FILES) await rm(path.join(outDir, name), { force: true });
+    // An earlier run with more attempts: its runner-ups' patches would pass for this run's.
+    await clearAttemptDirs(outDir);
   } catch (error) {
     throw new UsageError(
       `cannot use --out ${given}: ${(error as NodeJS.ErrnoException).code ?? String(error)}; give a writable directory`,
     );
+  }
+}
+
+/** Our files in `attempt-K/` folders, then each folder once nothing of the user's is left in it. */
+async function clearAttemptDirs(outDir: string): Promise<void> {
+  for (const entry of await readdir(outDir, { withFileTypes: true })) {
+    // We only make real folders: a link of that name is the user's, and so is what it points at.
+    if (!entry.isDirectory() || !ATTEMPT_DIR.test(entry.name)) continue;
+    const dir = path.join(outDir, entry.name);
+    for (const file of await readdir(dir, { withFileTypes: true })) {
+      if (!file.isDirectory() && ATTEMPT_FILE.test(file.name)) {
+        await rm(path.join(dir, file.name), { force: true });
+      }
+    }
+    await rmdir(dir).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOTEMPTY' && error.code !== 'EEXIST') throw error;
+    });
   }
 }
 

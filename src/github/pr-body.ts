@@ -221,23 +221,7 @@ function diffstatSection(result: RunResult, d: Detail): string {
 function attemptsSection(result: RunResult, d: Detail): string {
   const attempts = result.attempts;
   if (!attempts || attempts.length < 2) return '';
-  const rows = attempts.map((a) =>
-    [
-      a.selected ? `${a.attempt} (published)` : String(a.attempt),
-      a.exitReason ? inlineCode(a.exitReason) : tableCell(a.outcome),
-      String(a.steps),
-      String(a.promptTokens + a.completionTokens),
-      textCell(a.testsText),
-      a.ownTests === 'fail→pass' ? 'yes' : a.ownTests === 'no' ? 'no' : '—',
-      a.patch === '' ? 'empty' : `${a.filesChanged.length} files, ${a.diffLines} lines`,
-      textCell(a.reason, 160),
-    ].join(' | '),
-  );
-  const table = [
-    '| Attempt | Exit reason | Steps | Tokens | Tests after | Own tests fail→pass | Diff size | Verdict |',
-    '|---|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r} |`),
-  ].join('\n');
+  const table = attemptsTable(attempts);
   const others = attempts
     .filter((a) => !a.selected && a.patch !== '')
     .map((a) => details(`Attempt ${a.attempt}: what it changed`, fence(attemptDiffstat(a, d))));
@@ -247,6 +231,35 @@ function attemptsSection(result: RunResult, d: Detail): string {
     table,
     ...others,
   ].join('\n\n');
+}
+
+/**
+ * The Attempts table, one row per attempt with the evidence it was ranked by and its verdict
+ * (shared with `frognano solve`'s summary, which names the chosen one differently and, having
+ * no size limit, shows whole reasons).
+ */
+export function attemptsTable(
+  attempts: readonly AttemptSummary[],
+  options: { chosen?: string; reasonChars?: number } = {},
+): string {
+  const { chosen = 'published', reasonChars = 160 } = options;
+  const rows = attempts.map((a) =>
+    [
+      a.selected ? `${a.attempt} (${chosen})` : String(a.attempt),
+      a.exitReason ? inlineCode(a.exitReason) : tableCell(a.outcome),
+      String(a.steps),
+      String(a.promptTokens + a.completionTokens),
+      textCell(a.testsText),
+      a.ownTests === 'fail→pass' ? 'yes' : a.ownTests === 'no' ? 'no' : '—',
+      a.patch === '' ? 'empty' : `${a.filesChanged.length} files, ${a.diffLines} lines`,
+      textCell(a.reason, reasonChars),
+    ].join(' | '),
+  );
+  return [
+    '| Attempt | Exit reason | Steps | Tokens | Tests after | Own tests fail→pass | Diff size | Verdict |',
+    '|---|---|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r} |`),
+  ].join('\n');
 }
 
 function attemptDiffstat(a: AttemptSummary, d: Detail): string {

@@ -649,8 +649,9 @@ export class DockerSandbox implements Sandbox {
         pause: true,
         comment: 'frognano setup snapshot',
       },
-      // The snapshot belongs to no process: a container started from it gets its own owner,
-      // and one started without any must not inherit this run's.
+      // A setup snapshot belongs to no process: a container started from it gets its own owner,
+      // and one started without any must not inherit this run's. (A run's attempt base passes
+      // its owner in `labels`, so reap can remove it if the run is killed.)
       _body: {
         Labels: {
           [LABEL_OWNER]: '',

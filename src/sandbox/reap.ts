@@ -1,14 +1,16 @@
 // Cleanup of what dead runs left behind (a killed worker, a power cut): containers
-// labelled as ours, surplus snapshot images, and run work directories. `frognano reap`
-// runs it on demand; workers run it at start. Only things that are provably ours are
-// touched: containers whose owner label is this data directory's instance and whose owning
-// process is provably gone (owner.ts), directories by their run marker. Another instance's
-// containers, a live `frognano solve`'s, and containers without an owner are left alone.
+// labelled as ours, attempt-base images of runs with several attempts, surplus snapshot images,
+// and run work directories. `frognano reap` runs it on demand; workers run it at start. Only
+// things that are provably ours are touched: containers and attempt bases whose owner label is
+// this data directory's instance and whose owning process is provably gone (owner.ts),
+// directories by their run marker. Another instance's, a live `frognano solve`'s, and those
+// without an owner are left alone.
 import { existingInstanceId } from '../instance-id.js';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
+import { ATTEMPT_IMAGE_REPOSITORY, LABEL_ATTEMPT_BASE } from './attempt-base-image.js';
 import { LABEL_RUN } from './docker-sandbox.js';
 import {
   LABEL_OWNER,
@@ -37,7 +39,10 @@ export interface ReapOptions {
 
 export interface ReapResult {
   containers: number;
+  /** Snapshot images. */
   images: number;
+  /** Attempt bases of dead runs (several attempts). */
+  attemptImages: number;
   workDirs: number;
   /** Containers left alone: another instance's, no owner, or an owner still alive. */
   spared?: number;
@@ -46,7 +51,7 @@ export interface ReapResult {
 /** `docker` may be undefined (no engine): then only work directories are reaped. */
 export async function reap(docker: Docker | undefined, options: ReapOptions): Promise<ReapResult> {
   const live = new Set(options.liveRunIds);
-  const result: ReapResult = { containers: 0, images: 0, workDirs: 0 };
+  const result: ReapResult = { containers: 0, images: 0, attemptImages: 0, workDirs: 0 };
   const dataDir = path.resolve(options.dataDir ?? path.dirname(options.workRoot));
   // No instance id yet: no sandbox was ever labelled as this data directory's.
   const instance = existingInstanceId(dataDir);
@@ -60,14 +65,17 @@ export async function reap(docker: Docker | undefined, options: ReapOptions): Pr
       if (!gone.has(processId)) gone.set(processId, ownerGone(dataDir, processId));
       return gone.get(processId)!;
     };
+    // This process's own runs: live unless its queue says they ended (a failed cleanup).
+    // Any other process's: only once its lock proves it gone.
+    const keep = (labels: Record<string, string> | undefined, runId: string) => {
+      const owner = labels?.[LABEL_OWNER_PROCESS] ?? '';
+      return owner === currentProcessId() ? live.has(runId) : owner === '' || !isGone(owner);
+    };
     let spared = 0;
     for (const info of containers) {
       const runId = info.Labels?.[LABEL_RUN] ?? '';
       const owner = info.Labels?.[LABEL_OWNER_PROCESS] ?? '';
-      // This process's own runs: live unless its queue says they ended (a failed cleanup).
-      // Any other process's: only once its lock proves it gone.
-      const keep = owner === currentProcessId() ? live.has(runId) : owner === '' || !isGone(owner);
-      if (keep) {
+      if (keep(info.Labels, runId)) {
         spared++;
         continue;
       }
@@ -82,6 +90,8 @@ export async function reap(docker: Docker | undefined, options: ReapOptions): Pr
       }
     }
     result.spared = spared;
+    // After the containers: a dead run's containers no longer hold its image.
+    result.attemptImages = await reapAttemptImages(docker, instance, live, keep, options.log);
   }
   if (docker) {
     const removed = await evictSnapshots(docker, {
@@ -94,6 +104,44 @@ export async function reap(docker: Docker | undefined, options: ReapOptions): Pr
   // Last: the locks of owners whose leftovers are now gone.
   sweepOwners(dataDir);
   return result;
+}
+
+/**
+ * Attempt bases of this instance whose run is dead by the rules for containers; never one of a
+ * run still listed as live, nor one a container still uses (Docker refuses: it is left).
+ */
+async function reapAttemptImages(
+  docker: Docker,
+  instance: string,
+  live: Set<string>,
+  keep: (labels: Record<string, string> | undefined, runId: string) => boolean,
+  log?: Logger,
+): Promise<number> {
+  const images = await docker.listImages({
+    filters: JSON.stringify({ label: [LABEL_ATTEMPT_BASE, `${LABEL_OWNER}=${instance}`] }),
+  });
+  let count = 0;
+  for (const info of images) {
+    const runId = info.Labels?.[LABEL_ATTEMPT_BASE] ?? '';
+    if (runId === '' || live.has(runId) || keep(info.Labels, runId)) continue;
+    // By our tag: a name someone else gave it stays, and with it the image.
+    const tags = (info.RepoTags ?? []).filter((t) => t !== '<none>:<none>');
+    const targets =
+      tags.length === 0
+        ? [info.Id]
+        : tags.filter((t) => t.startsWith(`${ATTEMPT_IMAGE_REPOSITORY}:`));
+    if (targets.length === 0) continue;
+    try {
+      for (const target of targets) await docker.getImage(target).remove();
+      count++;
+      log?.info({ runId, image: info.Id.slice(7, 19) }, 'reaped attempt-base image');
+    } catch (error) {
+      // In use by a container (409), or already gone (404): left, or nothing to do.
+      const status = (error as { statusCode?: number }).statusCode;
+      if (status !== 404 && status !== 409) throw error;
+    }
+  }
+  return count;
 }
 
 async function reapWorkDirs(

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { renderSummary } from '../../src/commands/render-summary.js';
-import { runResult } from '../github/helpers/run-result.js';
-import { headings, markdownTree, section } from '../github/helpers/markdown-tree.js';
+import { attemptSummary, runResult, SAMPLE_PATCH } from '../github/helpers/run-result.js';
+import {
+  headings,
+  markdownTree,
+  nodeTypes,
+  plainText,
+  section,
+} from '../github/helpers/markdown-tree.js';
 
 describe('renderSummary', () => {
   it('shows the end of the setup output and how to give setup a network when it had none', () => {
@@ -149,5 +155,211 @@ describe('renderSummary: the patch beyond its diff', () => {
     );
     expect(summary).not.toMatch(/^## Policy violations/m);
     expect(renderSummary(runResult())).not.toContain('Links, binaries');
+  });
+});
+
+/** A one-attempt run with every optional section a completed run can have. */
+function fullOneAttemptResult() {
+  const after = runResult().verifyAfter!;
+  return runResult({
+    snapshotHit: true,
+    verifyAfter: {
+      ...after,
+      report: { present: true, tests: 2, failures: 0, errors: 0, skipped: 0 },
+    },
+    agentTests: { ...after, exitCode: 0, durationMs: 1500 },
+    patchFacts: {
+      files: [
+        {
+          path: 'calc.py',
+          status: 'M',
+          oldMode: '100644',
+          newMode: '100644',
+          added: 1,
+          removed: 1,
+          size: 40,
+        },
+      ],
+      symlinks: [{ path: 'etc', target: '/etc' }],
+      binaries: [],
+      modeChanges: [],
+      harnessFiles: ['conftest.py'],
+      testFiles: ['tests/test_x.py'],
+      gitattributes: [],
+    },
+    timings: { clone: 1200, setup: 3400, agent: 4200 },
+    trajectoryPath: '/out/trajectory.json',
+  });
+}
+
+describe('renderSummary of a one-attempt run', () => {
+  // summary.md as it was before runs could have several attempts, byte for byte.
+  const EXPECTED = [
+    '# frognano solve',
+    '',
+    '- Outcome: completed',
+    '- Exit reason: agent',
+    '- Model: `microsoft/FrogNano-4B-2609`',
+    '- Base commit: `aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa`',
+    '- Steps: 3/150',
+    '- Tokens: context 4100, prompt 12000, completion 800',
+    '- Wall time: 4.2s of 1800.0s',
+    '- Setup snapshot: reused (setup skipped)',
+    '',
+    '## Tests',
+    '',
+    'Command (config): `python -m pytest -q`',
+    '',
+    '- Before: fail (exit 1, 0.8s)',
+    '- After: pass (exit 0, pytest report: 2 tests, 0 failures, 0 errors, 0.6s)',
+    '- The patch changes the test harness (`conftest.py`): "After" ran the repository\'s own harness as it was before the change.',
+    '- Tests the agent added or changed, not part of "After": `tests/test_x.py`',
+    "- The agent's own tests (the whole patch, its tests and harness changes included; not the verdict): pass (exit 0, 1.5s)",
+    '',
+    '## Files changed',
+    '',
+    '- `calc.py`',
+    '',
+    '## Links, binaries, mode changes and attributes',
+    '',
+    '- symbolic link `etc` → `/etc`',
+    '',
+    '## Changes',
+    '',
+    '```',
+    'calc.py | +1 -1',
+    '1 file changed, +1 -1',
+    '```',
+    '',
+    '## Trajectory',
+    '',
+    '| step | tool | arguments | outcome | time |',
+    '|---|---|---|---|---|',
+    '| 1 | Read | `calc.py` | ok | 1.2 s |',
+    '| 2 | Edit | `calc.py` | Edited calc.py (1 replacement). | 0.9 s |',
+    '| 3 | – | – | final answer | 0.5 s |',
+    '',
+    '## Timings',
+    '',
+    '| phase | seconds |',
+    '|---|---|',
+    '| clone | 1.2 |',
+    '| setup | 3.4 |',
+    '| agent | 4.2 |',
+    '',
+    '## Final message',
+    '',
+    '> Fixed \\`add\\` to add instead of subtract.',
+    '',
+    '## Test output before (tail)',
+    '',
+    '```',
+    'FAILED test_calc.py::test_add - assert -1 == 5',
+    '1 failed, 1 passed',
+    '```',
+    '',
+    '## Test output after (tail)',
+    '',
+    '```',
+    '2 passed in 0.01s',
+    '```',
+    '',
+  ].join('\n');
+
+  it('is unchanged by the support for several attempts', () => {
+    const meta = { model: 'microsoft/FrogNano-4B-2609', outDir: '/out' };
+    expect(renderSummary(fullOneAttemptResult(), meta)).toBe(EXPECTED);
+    // A list of one attempt is still a one-attempt run.
+    const one = attemptSummary({ selected: true, reason: 'won: the only attempt' });
+    expect(renderSummary({ ...fullOneAttemptResult(), attempts: [one] }, meta)).toBe(EXPECTED);
+  });
+});
+
+describe('renderSummary with several attempts', () => {
+  const outDir = '/home/me/out';
+  const attempts = [
+    attemptSummary({
+      attempt: 1,
+      tests: 'fail',
+      testsText: '1 failing',
+      reason: 'lost: tests after: 1 failing (attempt 2: pass)',
+      trajectoryPath: `${outDir}/trajectory.json`,
+      patchPath: `${outDir}/attempt-1/patch.diff`,
+    }),
+    attemptSummary({
+      attempt: 2,
+      selected: true,
+      ownTests: 'fail→pass',
+      steps: 5,
+      promptTokens: 3000,
+      completionTokens: 400,
+      reason:
+        'won: a non-empty patch that passes policy; tests after pass; its own tests fail before and pass after; 2 of 3 attempts made this change; 2 changed lines; 5 steps',
+      patch: SAMPLE_PATCH,
+      trajectoryPath: `${outDir}/attempt-2/trajectory.json`,
+      patchPath: `${outDir}/attempt-2/patch.diff`,
+    }),
+    attemptSummary({
+      attempt: 3,
+      outcome: 'sandbox_failed',
+      exitReason: undefined,
+      error: 'the container died',
+      patch: '',
+      filesChanged: [],
+      steps: 0,
+      promptTokens: 0,
+      completionTokens: 0,
+      tests: 'not run',
+      testsText: 'not run',
+      // The reason quotes what the repository and the model chose: it must stay text.
+      reason: 'lost: policy: blocked_path @evil | **x** [l](http://e.invalid) #12\n## Forged',
+      patchPath: `${outDir}/attempt-3/patch.diff`,
+    }),
+  ];
+  const summary = () => renderSummary(runResult({ attempts, selectedAttempt: 2 }), { outDir });
+
+  it('lists every attempt with its evidence and verdict, between the changes and the steps', () => {
+    const text = summary();
+    const names = headings(markdownTree(text));
+    expect(names.indexOf('Attempts')).toBe(names.indexOf('Changes') + 1);
+    expect(names.indexOf('Trajectory')).toBe(names.indexOf('Attempts') + 1);
+    expect(text).toContain(
+      '- Selected attempt: 2 of 3 (the steps, tokens, tests and patch here are its own; see Attempts)',
+    );
+    expect(text).toContain(
+      '| Attempt | Exit reason | Steps | Tokens | Tests after | Own tests fail→pass | Diff size | Verdict |',
+    );
+    expect(text).toContain(
+      '| 1 | `agent` | 3 | 1200 | 1 failing | — | 1 files, 2 lines | lost: tests after: 1 failing (attempt 2: pass) |',
+    );
+    // The whole reason: summary.md has no size limit to cut it for.
+    expect(text).toContain(
+      '| 2 (selected) | `agent` | 5 | 3400 | pass | yes | 1 files, 2 lines | won: a non-empty patch that passes policy; tests after pass; its own tests fail before and pass after; 2 of 3 attempts made this change; 2 changed lines; 5 steps |',
+    );
+    expect(text).toContain('| 3 | sandbox_failed | 0 | 0 | not run | — | empty |');
+  });
+
+  it("says where each attempt's patch and trajectory are, relative to --out", () => {
+    expect(summary()).toContain(
+      [
+        "Each attempt's files (`trajectory.html` shows every attempt, one tab each):",
+        '',
+        '- Attempt 1: patch `attempt-1/patch.diff`, trajectory `trajectory.json`',
+        '- Attempt 2 (selected, also `patch.diff`): patch `attempt-2/patch.diff`, trajectory `attempt-2/trajectory.json`',
+        '- Attempt 3: patch `attempt-3/patch.diff`, no trajectory (it ended `sandbox_failed`)',
+      ].join('\n'),
+    );
+  });
+
+  it('keeps what the model and the repository wrote from becoming links, mentions or sections', () => {
+    const text = summary();
+    const tree = markdownTree(text);
+    expect(headings(tree)).not.toContain('Forged');
+    const table = section(tree, 'Attempts').find((n) => n.type === 'table');
+    expect(table).toBeDefined();
+    expect(nodeTypes(table!)).not.toContain('link');
+    expect(nodeTypes(table!)).not.toContain('strong');
+    expect(plainText(table!)).toContain('@\u200bevil');
+    expect(text).not.toMatch(/@evil/);
   });
 });

@@ -2,7 +2,7 @@
 // with a failing test, the scripted model endpoint on a real socket.
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -10,12 +10,15 @@ import {
   finalAnswer,
   startScriptedModelServer,
   toolCall,
+  type RecordedRequest,
+  type ResponseSpec,
   type ScriptedModelServer,
 } from '../support/scripted-model-server.js';
 import { createPythonRepo, git, ISSUE_TEXT } from '../support/python-repo.js';
 import { describeDocker, ensureSandboxImage } from '../support/docker-engine.js';
 import { connectDocker } from '../../src/sandbox/docker-engine.js';
 import { LABEL_RUN } from '../../src/sandbox/docker-sandbox.js';
+import { ATTEMPT_HEADER } from '../../src/runner/phases/attempts.js';
 import { headings, markdownTree } from '../github/helpers/markdown-tree.js';
 
 const CLI = path.resolve('bin/frognano.js');
@@ -72,6 +75,21 @@ function fixingScript() {
     toolCall('Bash', { command: 'python3 -m pytest -q', description: 'run the tests' }),
     finalAnswer('Fixed add(): it subtracted instead of adding. The tests pass.'),
   ];
+}
+
+/** Answers each attempt from its own script, told apart by the attempt header. */
+function byAttempt(scripts: Record<string, ResponseSpec[]>) {
+  const queues = new Map(Object.entries(scripts).map(([k, v]) => [k, [...v]]));
+  return (request: RecordedRequest): ResponseSpec => {
+    const attempt = String(request.headers[ATTEMPT_HEADER] ?? '1');
+    return (
+      queues.get(attempt)?.shift() ?? {
+        kind: 'error',
+        status: 400,
+        body: { error: { message: `attempt ${attempt}: script exhausted` } },
+      }
+    );
+  };
 }
 
 let work: string;
@@ -408,6 +426,73 @@ describe('frognano solve --sandbox local', () => {
     const summary = await readFile(path.join(work, 'o', 'summary.md'), 'utf8');
     expect(summary).toContain(`- Base commit: \`${repo.head}\``);
   });
+
+  it("lists every attempt in summary.md, and a later run with fewer attempts leaves no earlier attempt's files in --out", async () => {
+    const repo = createPythonRepo(work);
+    const out = path.join(work, 'o');
+    const env = () => ({
+      FROGNANO_MODEL_URL: model.baseUrl,
+      FROGNANO_DATA_DIR: path.join(work, 'data'),
+    });
+    const fix = toolCall('Edit', {
+      file_path: 'calc.py',
+      old_string: 'return a - b',
+      new_string: 'return a + b',
+    });
+    model = await startScriptedModelServer({
+      onExhausted: byAttempt({
+        '1': [fix, finalAnswer('Fixed add().')],
+        '2': [finalAnswer('Nothing needed changing.')],
+      }),
+    });
+    const first = await runCli([...quickLocalSolve(repo.dir), '--attempts', '2'], env());
+    expect(first.code, first.stderr).toBe(0);
+    const summary = await readFile(path.join(out, 'summary.md'), 'utf8');
+    expect(headings(markdownTree(summary))).toContain('Attempts');
+    expect(summary).toContain(
+      [
+        '- Attempt 1 (selected, also `patch.diff`): patch `attempt-1/patch.diff`, trajectory `trajectory.json`',
+        '- Attempt 2: patch `attempt-2/patch.diff`, trajectory `attempt-2/trajectory.json`',
+      ].join('\n'),
+    );
+    for (const file of [
+      'attempt-1/patch.diff',
+      'attempt-2/patch.diff',
+      'attempt-2/trajectory.json',
+    ])
+      expect(existsSync(path.join(out, file)), file).toBe(true);
+    await model.close();
+
+    // An earlier run's third attempt, killed mid-write; and the user's things, some named alike.
+    await mkdir(path.join(out, 'attempt-3'));
+    for (const name of ['patch.diff', 'trajectory.json', 'trajectory.json.4242.0badcafe.tmp'])
+      await writeFile(path.join(out, 'attempt-3', name), 'old');
+    await mkdir(path.join(out, 'attempt-4'));
+    await writeFile(path.join(out, 'attempt-4', 'patch.diff'), 'old');
+    await writeFile(path.join(out, 'attempt-4', 'notes.txt'), 'mine');
+    for (const dir of ['attempt-notes', 'attempt-05', 'elsewhere']) {
+      await mkdir(path.join(out, dir));
+      await writeFile(path.join(out, dir, 'patch.diff'), 'mine');
+    }
+    await writeFile(path.join(out, 'attempt-6'), 'mine');
+    await symlink(path.join(out, 'elsewhere'), path.join(out, 'attempt-7'));
+
+    model = await startScriptedModelServer({ script: fixingScript() });
+    const second = await runCli(quickLocalSolve(repo.dir), env());
+    expect(second.code, second.stderr).toBe(0);
+    for (const gone of ['attempt-1', 'attempt-2', 'attempt-3', 'attempt-4/patch.diff'])
+      expect(existsSync(path.join(out, gone)), gone).toBe(false);
+    for (const kept of [
+      'attempt-4/notes.txt',
+      'attempt-notes/patch.diff',
+      'attempt-05/patch.diff',
+      'attempt-6',
+      'attempt-7',
+      'elsewhere/patch.diff',
+    ])
+      expect(existsSync(path.join(out, kept)), kept).toBe(true);
+    expect(await readFile(path.join(out, 'summary.md'), 'utf8')).not.toContain('Attempts');
+  }, 240_000);
 });
 
 describeDocker('frognano solve with the Docker sandbox', () => {
@@ -468,7 +553,9 @@ describe('frognano reap', () => {
     });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain('reaping work directories only');
-    expect(run.stdout).toMatch(/reaped 0 container\(s\), 0 snapshot image\(s\), 1 work dir\(s\)/);
+    expect(run.stdout).toMatch(
+      /reaped 0 container\(s\), 0 snapshot image\(s\), 0 attempt-base image\(s\), 1 work dir\(s\)/,
+    );
     expect(existsSync(dead)).toBe(false);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { diffstat, PR_BODY_LIMIT, renderPrBody } from '../../src/github/pr-body.js';
-import type { AttemptSummary, PatchFacts } from '../../src/runner/run-types.js';
-import { runResult, SAMPLE_PATCH } from './helpers/run-result.js';
+import type { PatchFacts } from '../../src/runner/run-types.js';
+import { attemptSummary, runResult, SAMPLE_PATCH } from './helpers/run-result.js';
 import {
   FORGED_MESSAGE,
   headings,
@@ -406,28 +406,7 @@ describe('renderPrBody: what git made of the patch', () => {
 });
 
 describe('renderPrBody with several attempts', () => {
-  const attempt = (over: Partial<AttemptSummary>): AttemptSummary => ({
-    attempt: 1,
-    outcome: 'completed',
-    exitReason: 'agent',
-    patch: SAMPLE_PATCH,
-    partial: false,
-    filesChanged: ['calc.py'],
-    finalMessage: '',
-    steps: 3,
-    promptTokens: 1000,
-    completionTokens: 200,
-    contextTokens: 1200,
-    violations: [],
-    tests: 'pass',
-    testsText: 'pass',
-    ownTests: 'none',
-    votes: 1,
-    diffLines: 2,
-    selected: false,
-    reason: '',
-    ...over,
-  });
+  const attempt = attemptSummary;
 
   it("adds an Attempts table with every verdict, and each runner-up's diffstat collapsed", () => {
     const attempts = [

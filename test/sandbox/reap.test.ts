@@ -16,6 +16,12 @@ import {
   type SandboxOwner,
 } from '../../src/sandbox/owner.js';
 import { reap } from '../../src/sandbox/reap.js';
+import {
+  ATTEMPT_IMAGE_REPOSITORY,
+  LABEL_ATTEMPT_BASE,
+  attemptBaseImage,
+} from '../../src/sandbox/attempt-base-image.js';
+import { ATTEMPT_HEADER } from '../../src/runner/phases/attempts.js';
 import { SNAPSHOT_LABEL, SNAPSHOT_REPOSITORY } from '../../src/sandbox/snapshot-cache.js';
 import { RUN_MARKER } from '../../src/runner/workspace.js';
 import {
@@ -29,6 +35,8 @@ import { ISSUE_TEXT, createPythonRepo } from '../support/python-repo.js';
 import {
   finalAnswer,
   startScriptedModelServer,
+  type RecordedRequest,
+  type ResponseSpec,
   type ScriptStep,
 } from '../support/scripted-model-server.js';
 
@@ -53,7 +61,7 @@ describe('reap of work directories', () => {
     const broken = runDir(workRoot, 'broken', '{');
     writeFileSync(path.join(workRoot, 'plain-file'), 'x');
     const result = await reap(undefined, { liveRunIds: ['live-1'], workRoot });
-    expect(result).toEqual({ containers: 0, images: 0, workDirs: 1 });
+    expect(result).toEqual({ containers: 0, images: 0, attemptImages: 0, workDirs: 1 });
     expect(existsSync(dead)).toBe(false);
     for (const kept of [live, foreign, copied, broken]) expect(existsSync(kept)).toBe(true);
   });
@@ -63,6 +71,7 @@ describe('reap of work directories', () => {
       {
         containers: 0,
         images: 0,
+        attemptImages: 0,
         workDirs: 0,
       },
     );
@@ -345,7 +354,7 @@ describeDocker('reap touches only what its instance owns, and only when the owne
           );
         });
       expect(await reapCli(dataDir)).toMatch(
-        /reaped 0 container\(s\), \d+ snapshot image\(s\), 0 work dir\(s\); spared 0 live run\(s\) and 1 container\(s\) of live processes/,
+        /reaped 0 container\(s\), \d+ snapshot image\(s\), 0 attempt-base image\(s\), 0 work dir\(s\); spared 0 live run\(s\) and 1 container\(s\) of live processes/,
       );
       expect(await reapCli(other)).toMatch(/reaped 0 container\(s\)/);
       expect(await exists(box.Id)).toBe(true);
@@ -360,4 +369,181 @@ describeDocker('reap touches only what its instance owns, and only when the owne
       await model.close();
     }
   }, 240_000);
+  const imageExists = async (tag: string) =>
+    docker
+      .getImage(tag)
+      .inspect()
+      .then(
+        () => true,
+        (e: { statusCode?: number }) => (e.statusCode === 404 ? false : Promise.reject(e)),
+      );
+
+  it('reaps a dead owner’s attempt-base image, and never one of a live owner or run, another instance, no owner, or one a container uses', async () => {
+    await ensureSandboxImage();
+    const mine = mkdtempSync(path.join(root, 'data-images-'));
+    const theirs = mkdtempSync(path.join(root, 'data-images-theirs-'));
+    const [alive, dead, deadTheirs] = await Promise.all([
+      ownerProcess(mine),
+      ownerProcess(mine),
+      ownerProcess(theirs),
+    ]);
+    kills.push(alive.kill, dead.kill, deadTheirs.kill);
+    await Promise.all([dead.kill(), deadTheirs.kill()]);
+    const self = sandboxOwner(mine);
+    const source = await container(testRunId('reap-image-source'), {});
+    const tags: string[] = [];
+    const commit = async (name: string, owner: SandboxOwner | 'none') => {
+      const runId = testRunId(name);
+      const base = attemptBaseImage(runId, owner === 'none' ? self : owner);
+      // As attempt bases were committed before they carried an owner.
+      const labels =
+        owner === 'none'
+          ? {
+              [LABEL_RUN]: '',
+              [LABEL_ATTEMPT_BASE]: runId,
+              [LABEL_OWNER]: '',
+              [LABEL_OWNER_PROCESS]: '',
+            }
+          : base.labels;
+      const [repo, tag] = base.tag.split(':');
+      await source.commit({
+        _query: { container: source.id, repo, tag },
+        _body: { Labels: labels },
+      });
+      tags.push(base.tag);
+      return { runId, tag: base.tag };
+    };
+    const deadRun = await commit('img-dead', dead.owner);
+    const selfEnded = await commit('img-self-ended', self);
+    const aliveRun = await commit('img-alive', alive.owner);
+    const selfLive = await commit('img-self-live', self);
+    const queuedLive = await commit('img-queued-live', dead.owner);
+    const inUse = await commit('img-in-use', dead.owner);
+    const other = await commit('img-theirs', deadTheirs.owner);
+    const unowned = await commit('img-unowned', 'none');
+    const noProcess = await commit('img-no-process', { instance: self.instance, process: '' });
+    // A live run's container on a dead owner's image: the image is not removed from under it.
+    const userRun = testRunId('img-user');
+    made.push(userRun);
+    const user = await docker.createContainer({
+      Image: inUse.tag,
+      Cmd: ['true'],
+      Labels: { [LABEL_RUN]: userRun, ...ownerLabels(alive.owner) },
+    });
+    try {
+      const result = await reapFrom(mine, [selfLive.runId, queuedLive.runId]);
+      expect(result.attemptImages).toBe(2);
+      expect(await imageExists(deadRun.tag)).toBe(false);
+      expect(await imageExists(selfEnded.tag)).toBe(false);
+      for (const kept of [aliveRun, selfLive, queuedLive, inUse, other, unowned, noProcess])
+        expect(await imageExists(kept.tag), kept.runId).toBe(true);
+      expect(await exists(user.id)).toBe(true);
+      // Its own instance reaps it.
+      expect((await reapFrom(theirs)).attemptImages).toBe(1);
+      expect(await imageExists(other.tag)).toBe(false);
+    } finally {
+      await user.remove({ force: true }).catch(() => undefined);
+      for (const tag of tags) {
+        await docker
+          .getImage(tag)
+          .remove({ force: true })
+          .catch(() => undefined);
+      }
+    }
+  }, 120_000);
+
+  it('a killed `frognano solve --attempts 2` leaves its attempt-base image: reap spares it while the solve lives, removes it once it is gone', async () => {
+    await ensureSandboxImage();
+    const work = mkdtempSync(path.join(root, 'solve-attempts-'));
+    const dataDir = path.join(work, 'data');
+    const repo = createPythonRepo(work);
+    // Every attempt waits on the model until the solve is killed.
+    const waiting = new Set<string>();
+    const model = await startScriptedModelServer({
+      onExhausted: (request: RecordedRequest): ResponseSpec => {
+        waiting.add(String(request.headers[ATTEMPT_HEADER]));
+        return { kind: 'hang' };
+      },
+    });
+    const cli = path.resolve('bin/frognano.js');
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      FROGNANO_MODEL_URL: model.baseUrl,
+      FROGNANO_DATA_DIR: dataDir,
+      LOG_LEVEL: 'silent',
+    };
+    const args = ['solve', '--repo', repo.dir, '--issue', ISSUE_TEXT, '--attempts', '2'];
+    const solve = spawn(process.execPath, [cli, ...args, '--out', path.join(work, 'out')], {
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    solve.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const solveExit = new Promise<void>((resolve) => solve.once('exit', () => resolve()));
+    kills.push(async () => {
+      if (solve.exitCode === null && solve.signalCode === null) solve.kill('SIGKILL');
+    });
+    const ownImages = () =>
+      docker.listImages({
+        filters: JSON.stringify({
+          label: [LABEL_ATTEMPT_BASE, `${LABEL_OWNER}=${instanceId(dataDir)}`],
+        }),
+      });
+    try {
+      // Both attempts wait on the model, and every container of the run is made (attempt 1's,
+      // attempt 2's, and one verification sandbox per attempt): none is created after the kill.
+      const deadline = Date.now() + 180_000;
+      let runId: string | undefined;
+      for (;;) {
+        if (solve.exitCode !== null) throw new Error(`solve ended early: ${stderr}`);
+        if (Date.now() > deadline) throw new Error(`the run did not get going: ${stderr}`);
+        if (!runId) {
+          runId = (await ownImages())[0]?.Labels[LABEL_ATTEMPT_BASE];
+          if (runId) made.push(runId);
+        }
+        if (runId && waiting.size === 2 && (await labelledContainers(runId)).length === 4) break;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      const images = await ownImages();
+      expect(images).toHaveLength(1);
+      const image = images[0]!;
+      expect(image.RepoTags).toHaveLength(1);
+      expect(image.RepoTags![0]).toMatch(new RegExp(`^${ATTEMPT_IMAGE_REPOSITORY}:solve-`));
+      expect(image.Labels[LABEL_OWNER_PID]).toBe(String(solve.pid));
+
+      const reapCli = () =>
+        new Promise<string>((resolve, reject) => {
+          const child = spawn(process.execPath, [cli, 'reap'], {
+            env,
+            stdio: ['ignore', 'pipe', 'inherit'],
+          });
+          let out = '';
+          child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+          child.once('exit', (code) =>
+            code === 0 ? resolve(out) : reject(new Error(`reap exited ${code}`)),
+          );
+        });
+      expect(await reapCli()).toMatch(
+        /reaped 0 container\(s\), \d+ snapshot image\(s\), 0 attempt-base image\(s\), 0 work dir\(s\)/,
+      );
+      expect((await ownImages()).map((i) => i.Id)).toEqual([image.Id]);
+
+      solve.kill('SIGKILL');
+      await solveExit;
+      expect(await reapCli()).toMatch(
+        /reaped 4 container\(s\), \d+ snapshot image\(s\), 1 attempt-base image\(s\), 1 work dir\(s\)/,
+      );
+      expect(await ownImages()).toEqual([]);
+      expect(await labelledContainers(runId)).toEqual([]);
+    } finally {
+      await model.close();
+      for (const image of await ownImages()) {
+        await docker
+          .getImage(image.Id)
+          .remove({ force: true })
+          .catch(() => undefined);
+      }
+    }
+  }, 300_000);
 });

@@ -2,7 +2,8 @@
 // setup and verify-before (the same post-setup image in Docker, a copy of the same prepared
 // tree for the local sandbox), each its own hardened container with no network.
 import type { Sandbox } from '../../leaf/sandbox.js';
-import { LABEL_RUN, createDockerSandbox, DockerSandbox } from '../../sandbox/docker-sandbox.js';
+import { attemptBaseImage } from '../../sandbox/attempt-base-image.js';
+import { createDockerSandbox, DockerSandbox } from '../../sandbox/docker-sandbox.js';
 import { createLocalSandbox } from '../../sandbox/local-sandbox.js';
 import { sandboxOwner } from '../../sandbox/owner.js';
 import { withTestbedPaths } from '../../sandbox/testbed-paths.js';
@@ -11,9 +12,6 @@ import type { Failure, RunContext } from '../run-context.js';
 import { limitsFromEnv, localSourceOf, snapshotRepo } from './bring-up.js';
 import type { Prepared } from './prepare.js';
 import { warmBytecode } from './run-test.js';
-
-/** Image repository of a run's attempt base (removed with the run). */
-export const ATTEMPT_IMAGE_REPOSITORY = 'frognano-attempt-base';
 
 /**
  * Attempt 1 gets `base` itself; the others are started from a copy of it, taken right after
@@ -114,11 +112,10 @@ async function copySource(
         }),
       );
   }
-  const tag = `${ATTEMPT_IMAGE_REPOSITORY}:${request.runId
-    .toLowerCase()
-    .replace(/[^a-z0-9_.-]/g, '-')
-    .slice(0, 120)}`;
-  await base.commit(tag, { [LABEL_RUN]: '', 'frognano.attempt-base': request.runId });
+  const owner = sandboxOwner(run.dataDir);
+  // Owned like the run's containers: if this process is killed, `reap` can remove it.
+  const { tag, labels } = attemptBaseImage(request.runId, owner);
+  await base.commit(tag, labels);
   run.cleanups.push(async () => {
     await docker.getImage(tag).remove({ force: true });
   });
@@ -130,7 +127,7 @@ async function copySource(
       repo: snapshotRepo(request),
       network: 'none',
       limits: deps.sandboxLimits ?? limitsFromEnv(env, log),
-      owner: sandboxOwner(run.dataDir),
+      owner,
       logger: log,
     });
 }

@@ -1,4 +1,4 @@
-import type { RunResult } from '../../../src/runner/run-types.js';
+import type { AttemptSummary, RunResult } from '../../../src/runner/run-types.js';
 
 export const SAMPLE_PATCH = [
   'diff --git a/calc.py b/calc.py',
@@ -65,6 +65,32 @@ export function runResult(overrides: Partial<RunResult> = {}): RunResult {
       timeoutMs: 1_800_000,
     },
     timings: {},
+    ...overrides,
+  };
+}
+
+/** One attempt of a run with several: a verified, passing one-line fix unless overridden. */
+export function attemptSummary(overrides: Partial<AttemptSummary> = {}): AttemptSummary {
+  return {
+    attempt: 1,
+    outcome: 'completed',
+    exitReason: 'agent',
+    patch: SAMPLE_PATCH,
+    partial: false,
+    filesChanged: ['calc.py'],
+    finalMessage: '',
+    steps: 3,
+    promptTokens: 1000,
+    completionTokens: 200,
+    contextTokens: 1200,
+    violations: [],
+    tests: 'pass',
+    testsText: 'pass',
+    ownTests: 'none',
+    votes: 1,
+    diffLines: 2,
+    selected: false,
+    reason: '',
     ...overrides,
   };
 }
