@@ -332,6 +332,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     onUse: useCommandHandler({
       queue,
       dataDir: config.dataDir,
+      artifactTtlSeconds: config.retentionDays * 24 * 3600,
       gitBaseUrl: config.gitBaseUrl,
       ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
       appAuth: async () => (await probotForAuth.auth()) as GitHubClient,

@@ -12,7 +12,12 @@ import type { PublishedRun } from './use-attempt.js';
 import { runOutDir } from './worker.js';
 
 export async function publishedRun(
-  deps: { queue: Queue<IssueJob>; dataDir: string; publicUrl?: string },
+  deps: {
+    queue: Queue<IssueJob>;
+    dataDir: string;
+    publicUrl?: string;
+    artifactTtlSeconds?: number;
+  },
   target: { owner: string; repo: string },
   issueNumber: number,
 ): Promise<PublishedRun | undefined> {
@@ -36,7 +41,8 @@ export async function publishedRun(
       if (local) await writeRunRecord(dir, next);
       if (deps.queue.kind !== 'sqlite') {
         const body = Buffer.from(JSON.stringify(next));
-        await deps.queue.putArtifact(run.id, RUN_RECORD_FILE, body, DEFAULT_ARTIFACT_TTL_SECONDS);
+        const ttl = deps.artifactTtlSeconds ?? DEFAULT_ARTIFACT_TTL_SECONDS;
+        await deps.queue.putArtifact(run.id, RUN_RECORD_FILE, body, ttl);
       }
     },
   };

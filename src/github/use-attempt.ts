@@ -244,6 +244,8 @@ export function withSelected(result: RunResult, attempt: number, by: string): Ru
 export interface UseCommandDeps {
   queue: Queue<IssueJob>;
   dataDir: string;
+  /** How long a run record saved to a shared queue is kept (FROGNANO_RETENTION_DAYS). */
+  artifactTtlSeconds?: number;
   gitBaseUrl: string;
   publicUrl?: string;
   /** The App's own client (JWT): mints installation tokens, names the bot. */
