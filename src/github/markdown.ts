@@ -2,11 +2,30 @@
 // publish: it must not ping people, close or link issues, or break out of its code block.
 import { redactSecrets } from '../redact.js';
 
-/** A fenced code block whose fence is longer than any backtick run inside the text. */
-export function fence(text: string, info = ''): string {
+/** A fenced code block whose fence is longer than any backtick run inside; controls made visible. */
+export function fence(untrusted: string, info = ''): string {
+  const text = visibleControls(untrusted);
   const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
   const ticks = '`'.repeat(longest + 1);
   return `${ticks}${info}\n${text.replace(/\n$/, '')}\n${ticks}`;
+}
+
+/**
+ * Output of a process (tests, setup) with nothing left to act on a terminal that shows it
+ * (`cat summary.md`): colour codes dropped, every other control character shown as `\x1b`; tab
+ * and newline kept, CRLF read as a newline (a lone carriage return could hide a line).
+ */
+export function visibleControls(text: string): string {
+  return (
+    text
+      .replace(/\r\n/g, '\n')
+      // eslint-disable-next-line no-control-regex -- SGR colour sequences are what is dropped
+      .replace(/\u001b\[[0-9;:]*m/g, '')
+      // eslint-disable-next-line no-control-regex -- these are the characters being made visible
+      .replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => {
+        return `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`;
+      })
+  );
 }
 
 /** Inline code that survives backticks inside. */

@@ -29,6 +29,24 @@ describe('renderSummary', () => {
     expect(summary).toContain('ERROR: Could not find a version that satisfies leftpad');
   });
 
+  it('writes no terminal control sequence from test or setup output: colours go, the rest is shown', () => {
+    const hostile =
+      '\u001b[31mFAILED\u001b[0m test_x\n' +
+      '\u001b]52;c;cm0gLXJmIH4=\u0007\u001b[2J\u001b]0;pwned\u0007done\u009b1m\ttab';
+    const summary = renderSummary(
+      runResult({
+        setupTail: hostile,
+        verifyAfter: { ...runResult().verifyAfter!, outputTail: hostile },
+      }),
+    );
+    // eslint-disable-next-line no-control-regex -- control characters are what is checked
+    expect(summary).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+    expect(summary).toContain('FAILED test_x\n');
+    expect(summary).toContain(
+      '\\x1b]52;c;cm0gLXJmIH4=\\x07\\x1b[2J\\x1b]0;pwned\\x07done\\x9b1m\ttab',
+    );
+  });
+
   it('says nothing about the network when setup had one', () => {
     const summary = renderSummary(
       runResult({ outcome: 'setup_failed', setupTail: 'boom', setupNetwork: true, patch: '' }),
