@@ -14,8 +14,7 @@ import { runOutDir } from '../../src/github/worker.js';
 import { RedisQueue } from '../../src/queue/redis-queue.js';
 import { SqliteQueue } from '../../src/queue/sqlite-queue.js';
 import type { Queue } from '../../src/queue/types.js';
-import type { AttemptSummary } from '../../src/runner/run-types.js';
-import { runResult } from './helpers/run-result.js';
+import { attemptSummary, runResult } from './helpers/run-result.js';
 
 const REDIS_URL = process.env.FROGNANO_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const cleanups: (() => unknown)[] = [];
@@ -34,28 +33,8 @@ const job: IssueJob = {
   source: 'label',
   deliveryId: 'd-1',
 };
-function attempt(n: number): AttemptSummary {
-  return {
-    attempt: n,
-    outcome: 'completed',
-    exitReason: 'agent',
-    patch: `patch ${n}`,
-    partial: false,
-    filesChanged: ['calc.py'],
-    finalMessage: `attempt ${n} says done`,
-    steps: 2,
-    promptTokens: 100,
-    completionTokens: 10,
-    contextTokens: 110,
-    violations: [],
-    tests: 'pass',
-    testsText: 'pass',
-    ownTests: 'none',
-    votes: 1,
-    diffLines: 2,
-    selected: n === 1,
-    reason: n === 1 ? 'won: tests after pass' : 'lost: a larger change',
-  };
+function attempt(n: number) {
+  return attemptSummary({ attempt: n, selected: n === 1, patch: `patch ${n}` });
 }
 const result = runResult({ attempts: [attempt(1), attempt(2)], selectedAttempt: 1 });
 

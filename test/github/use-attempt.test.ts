@@ -11,7 +11,7 @@ import type { AttemptSummary, RunResult } from '../../src/runner/run-types.js';
 import { createPythonRepo, FIXED_CALC, git } from '../support/python-repo.js';
 import { startGitHttpServer, type GitHttpServer } from './helpers/git-http-server.js';
 import { API, silentLog, testOctokit } from './helpers/github.js';
-import { runResult } from './helpers/run-result.js';
+import { attemptSummary, runResult } from './helpers/run-result.js';
 import { useStrictNock } from './helpers/strict-nock.js';
 
 useStrictNock();
@@ -42,28 +42,19 @@ function summary(
   patch: string,
   over: Partial<AttemptSummary> = {},
 ): AttemptSummary {
-  return {
+  return attemptSummary({
     attempt,
-    outcome: 'completed',
-    exitReason: 'agent',
     patch,
-    partial: false,
     filesChanged: patch ? ['calc.py'] : [],
     finalMessage: `attempt ${attempt} says done`,
     steps: attempt + 1,
     promptTokens: 100,
     completionTokens: 10,
     contextTokens: 110,
-    violations: [],
-    tests: 'pass',
-    testsText: 'pass',
-    ownTests: 'none',
-    votes: 1,
-    diffLines: 2,
     selected: attempt === 1,
     reason: attempt === 1 ? 'won: tests after pass' : 'lost: a larger change',
     ...over,
-  };
+  });
 }
 
 beforeEach(async () => {
