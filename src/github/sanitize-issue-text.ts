@@ -17,7 +17,9 @@
 //   - images keep no alt or title text (it shows only when the image fails): `[image]`;
 //   - link titles (tooltips);
 //   - `%%` comment and directive lines of mermaid diagrams (GitHub draws the diagram; they
-//     never show).
+//     never show);
+//   - math that shows nothing: `\phantom{…}` and its kin, and the hover-only second argument of
+//     `\texttip`/`\mathtip`, outside code.
 // `<details>` is NOT hidden content: its summary is visible and one click shows the body, so its
 // text is kept (the tags go). Code spans and fenced code render literally, so HTML inside them is
 // kept verbatim. Text CommonMark shows literally stays, even when it looks like markup (`<! x >`,
@@ -218,7 +220,11 @@ function applyEdits(source: string, edits: Edit[]): string {
   let out = '';
   let at = 0;
   for (const edit of edits.sort((a, b) => a.start - b.start)) {
-    if (edit.start < at) continue;
+    if (edit.start < at) {
+      // Overlapping a hidden part already cut: whatever of it is left goes too.
+      at = Math.max(at, edit.end);
+      continue;
+    }
     out += source.slice(at, edit.start) + edit.text;
     at = edit.end;
   }
@@ -244,6 +250,8 @@ function hiddenParts(source: string): Edit[] {
     mdastExtensions: [gfmFromMarkdown()],
   });
   const edits: Edit[] = [];
+  // Code spans and code blocks render literally: math commands inside them show as written.
+  const literal: { start: number; end: number }[] = [];
   const state: HtmlState = { mode: 'text', partialTag: '' };
   const range = (node: Nodes) => ({
     start: node.position?.start.offset ?? 0,
@@ -283,8 +291,10 @@ function hiddenParts(source: string): Edit[] {
         return;
       case 'code':
         if (/^mermaid$/i.test(node.lang ?? '')) edits.push(...mermaidComments(source, node));
+        if (!/^math$/i.test(node.lang ?? '')) literal.push(range(node));
         return;
       case 'inlineCode':
+        literal.push(range(node));
         return;
       case 'table': {
         // GFM drops the cells of a row beyond the header's count: they never show.
@@ -317,7 +327,48 @@ function hiddenParts(source: string): Edit[] {
     for (const child of node.children) visit(child);
   };
   visitChildren(tree);
+  const inLiteral = (i: number) => literal.some((r) => r.start <= i && i < r.end);
+  edits.push(...hiddenMath(source).filter((edit) => !inLiteral(edit.start)));
   return edits;
+}
+
+/**
+ * GitHub renders `$…$`, `$$…$$` and ```` ```math ```` blocks with MathJax, where `\phantom{…}`
+ * (and `\hphantom`, `\vphantom`) takes space but shows nothing, and the second argument of
+ * `\texttip`/`\mathtip` shows only on hover. Both are cut wherever they are found outside code
+ * (outside math they show literally; the model loses nothing it needs). A group that never
+ * closes runs to the end of its paragraph.
+ */
+function hiddenMath(source: string): Edit[] {
+  const edits: Edit[] = [];
+  const command = /\\(?:([hv]?phantom)|texttip|mathtip)\s*\{/g;
+  for (let m = command.exec(source); m; m = command.exec(source)) {
+    const firstEnd = groupEnd(source, m.index + m[0].length);
+    if (m[1]) {
+      edits.push({ start: m.index, end: firstEnd, text: '' });
+      command.lastIndex = firstEnd;
+      continue;
+    }
+    const tip = /^\s*\{/.exec(source.slice(firstEnd));
+    if (!tip) continue;
+    const end = groupEnd(source, firstEnd + tip[0].length);
+    edits.push({ start: firstEnd, end, text: '' });
+    command.lastIndex = end;
+  }
+  return edits;
+}
+
+/** Just past the `}` closing a group whose `{` ends before `from`; else the paragraph's end. */
+function groupEnd(source: string, from: number): number {
+  let depth = 1;
+  for (let i = from; i < source.length; i++) {
+    const c = source[i];
+    if (c === '\\') i++;
+    else if (c === '{') depth++;
+    else if (c === '}' && --depth === 0) return i + 1;
+    else if (c === '\n' && source[i + 1] === '\n') return i;
+  }
+  return source.length;
 }
 
 function showsSomething(node: Nodes): boolean {

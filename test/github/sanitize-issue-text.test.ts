@@ -52,11 +52,30 @@ describe('sanitizeIssueText', () => {
     ['cells beyond the header row', `Fix the bug.\n\n| a |\n|---|\n| b | ${INJECT} |`],
     ['cells beyond the header, no pipes', `Fix the bug.\n\n| a | b |\n|---|---|\nc|d|${INJECT}`],
     ['a reference link with no text', `Fix the bug.[][r]\n\n[r]: <${INJECT}>`],
+    // GitHub renders math: a phantom takes space and shows nothing; a tip shows on hover only.
+    ['a math phantom', `Fix the bug. $x\\phantom{${INJECT}}$`],
+    ['an hphantom', `Fix the bug. $$\\hphantom {a{b}${INJECT}}$$`],
+    ['a vphantom split by emphasis', `Fix the bug. $\\vphantom{*${INJECT}*}$`],
+    ['a phantom in a math block', `Fix the bug.\n\n\`\`\`math\n\\phantom{${INJECT}}\n\`\`\``],
+    ['a math tooltip', `Fix the bug. $\\texttip{x}{${INJECT}}$ $\\mathtip{y}{${INJECT}}$`],
   ])('removes %s', (_name, attack) => {
     const out = sanitizeIssueText(attack);
     expect(out).toContain('Fix the bug.');
     expect(out).not.toContain('IGNORE PREVIOUS');
     expect(out).not.toContain('evil.sh');
+  });
+
+  it('cuts math that shows nothing, keeps math and code that show, and lets no overlap leak', () => {
+    expect(sanitizeIssueText('Area $\\pi r^2\\phantom{x}$ and $\\texttip{E}{energy}=mc^2$.')).toBe(
+      'Area $\\pi r^2$ and $\\texttip{E}=mc^2$.',
+    );
+    const code = 'Use `\\phantom{x}` here.\n\n```tex\n\\phantom{y}\n```';
+    expect(sanitizeIssueText(code)).toBe(code);
+    const overlap = sanitizeIssueText(`Fix $\\phantom{a<!--}$ ${INJECT} -->$ it.`);
+    expect(overlap).not.toContain('IGNORE');
+    expect(overlap).toContain('Fix $');
+    const unclosed = sanitizeIssueText(`Fix it. $\\phantom{${INJECT}\n\nVisible.`);
+    expect(unclosed).toBe('Fix it. $\n\nVisible.');
   });
 
   it('removes nested hidden elements as a whole, keeping what follows', () => {
