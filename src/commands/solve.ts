@@ -267,5 +267,9 @@ function failedLine(result: RunResult, reason: string, outDir: string): string {
 
 function doneLine(result: RunResult, outDir: string): string {
   const files = result.filesChanged.length;
-  return `[frognano] done: ${result.exitReason}, ${result.budgets.steps} steps, ${files} file(s) changed; wrote ${outDir}/patch.diff, summary.md, trajectory.json, trajectory.html`;
+  const wrote = `wrote ${outDir}/patch.diff, summary.md, trajectory.json, trajectory.html`;
+  const count = result.attempts?.length ?? 1;
+  if (count === 1 || result.selectedAttempt === undefined)
+    return `[frognano] done: ${result.exitReason}, ${result.budgets.steps} steps, ${files} file(s) changed; ${wrote}`;
+  return `[frognano] done: attempt ${result.selectedAttempt} of ${count} selected, ${result.exitReason}, ${result.budgets.steps} steps, ${files} file(s) changed; ${wrote}; every attempt's files are listed in summary.md`;
 }

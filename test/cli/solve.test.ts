@@ -447,6 +447,10 @@ describe('frognano solve --sandbox local', () => {
     });
     const first = await runCli([...quickLocalSolve(repo.dir), '--attempts', '2'], env());
     expect(first.code, first.stderr).toBe(0);
+    // The done line says which attempt the files are, and where the others are.
+    expect(first.stderr.trim().split('\n').at(-1)).toBe(
+      `[frognano] done: attempt 1 of 2 selected, agent, 2 steps, 1 file(s) changed; wrote ${out}/patch.diff, summary.md, trajectory.json, trajectory.html; every attempt's files are listed in summary.md`,
+    );
     const summary = await readFile(path.join(out, 'summary.md'), 'utf8');
     expect(headings(markdownTree(summary))).toContain('Attempts');
     expect(summary).toContain(
