@@ -107,6 +107,26 @@ export function addsRootModule(change: Pick<AppliedChange, 'path' | 'status'>): 
   return change.status === 'A' && ROOT_MODULE.test(change.path);
 }
 
+// Compiled modules, anywhere: Python imports `pkg/calc.pyc` when `pkg/calc.py` is gone, and an
+// extension module (`.so`, `.pyd`) before a `.py` of the same name. Bytecode and machine code
+// are what runs in place of the source a reviewer reads: harness, never the verdict's.
+const COMPILED_MODULE = /\.(?:pyc|pyo|so|pyd)$/;
+
+/**
+ * A change the verdict does not run: the harness, a new root module, a compiled module. It is
+ * set aside with the agent's tests and run only as the agent's own evidence.
+ */
+export function isHarnessChange(
+  change: Pick<AppliedChange, 'path' | 'status' | 'newMode'>,
+  testCommand?: string,
+): boolean {
+  return (
+    isHarnessFile(change.path, testCommand) ||
+    addsRootModule(change) ||
+    (change.newMode !== '000000' && COMPILED_MODULE.test(change.path))
+  );
+}
+
 /** Paths the test command names (`bash scripts/run-tests.sh`, `python runtests.py`). */
 function commandPaths(command: string): Set<string> {
   const out = new Set<string>();
@@ -146,9 +166,21 @@ export function patchFacts(changes: readonly AppliedChange[], testCommand?: stri
     const createdExecutable = c.oldMode === '000000' && c.newMode === '100755';
     if (changedMode || createdExecutable)
       facts.modeChanges.push({ path: c.path, oldMode: c.oldMode, newMode: c.newMode });
-    if (isHarnessFile(c.path, testCommand) || addsRootModule(c)) facts.harnessFiles.push(c.path);
+    if (isHarnessChange(c, testCommand)) facts.harnessFiles.push(c.path);
     else if (isTestFile(c.path)) facts.testFiles.push(c.path);
     if (path.posix.basename(c.path) === '.gitattributes') facts.gitattributes.push(c.path);
   }
   return facts;
+}
+
+/**
+ * The size of a change in lines, as selection compares them: lines added and removed, and a
+ * binary file (which no reviewer reads) one line per 40 bytes, so it is never the small change.
+ */
+export function changedLines(facts: Pick<PatchFacts, 'files'>): number {
+  return facts.files.reduce(
+    (n, f) =>
+      n + (f.added === null ? Math.max(1, Math.ceil(f.size / 40)) : f.added + (f.removed ?? 0)),
+    0,
+  );
 }

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
   addsRootModule,
+  changedLines,
+  isHarnessChange,
   isHarnessFile,
   isTestFile,
   patchFacts,
@@ -83,6 +85,40 @@ describe('addsRootModule', () => {
     for (const path of ['calc/util.py', 'src/pytest.py', 'calc/sub/__init__.py', 'notes.txt']) {
       expect(addsRootModule({ path, status: 'A' }), path).toBe(false);
     }
+  });
+});
+
+describe('isHarnessChange', () => {
+  it('counts compiled modules anywhere as harness: Python runs them in place of the source', () => {
+    for (const path of [
+      'pkg/calc.pyc',
+      'pkg/__pycache__/calc.cpython-311.pyc',
+      'a/b/fast.so',
+      'x.pyd',
+    ])
+      expect(isHarnessChange({ path, status: 'A', newMode: '100644' }), path).toBe(true);
+    expect(isHarnessChange({ path: 'pkg/calc.pyc', status: 'M', newMode: '100644' })).toBe(true);
+    // Deleting one is the source's change (the tests then run without it).
+    expect(isHarnessChange({ path: 'pkg/old.pyc', status: 'D', newMode: '000000' })).toBe(false);
+    expect(isHarnessChange({ path: 'pkg/calc.py', status: 'M', newMode: '100644' })).toBe(false);
+    expect(isHarnessChange({ path: 'conftest.py', status: 'A', newMode: '100644' })).toBe(true);
+  });
+});
+
+describe('changedLines', () => {
+  it('counts a binary file by its size, so bytecode is never the smaller change', () => {
+    const file = (added: number | null, removed: number | null, size: number) => ({
+      path: 'f',
+      status: 'M',
+      oldMode: '100644',
+      newMode: '100644',
+      added,
+      removed,
+      size,
+    });
+    expect(changedLines({ files: [file(3, 2, 100)] })).toBe(5);
+    expect(changedLines({ files: [file(null, null, 4000), file(1, 1, 10)] })).toBe(102);
+    expect(changedLines({ files: [file(null, null, 0)] })).toBe(1);
   });
 });
 

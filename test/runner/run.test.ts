@@ -462,6 +462,35 @@ describe('runPipeline with the local sandbox', () => {
     expectNothingLeft(s);
   });
 
+  it('a compiled module in a package, its source deleted, yields "after: fail": bytecode is harness', async () => {
+    // Python imports pkg/calc.pyc when pkg/calc.py is gone: the reviewer would read neither.
+    const fixed = 'def add(a, b):\n    return a + b\n';
+    const compile = [
+      `printf '${fixed.replace(/\n/g, '\\n')}' > /tmp/fixed-$$.py`,
+      `${PYTHON} -c "import py_compile, sys; py_compile.compile(sys.argv[1], cfile='pkg/calc.pyc', doraise=True)" /tmp/fixed-$$.py`,
+      'rm pkg/calc.py',
+      `printf '!*.pyc\\n' >> .gitignore`,
+    ].join(' && ');
+    const s = await setup({
+      script: [toolCall('Bash', { command: compile }), finalAnswer('Fixed.')],
+      extraFiles: {
+        '.github/frognano.yml': `test: ${PYTEST} -q test_pkg.py\n`,
+        'pkg/__init__.py': '',
+        'pkg/calc.py': 'def add(a, b):\n    return a - b\n',
+        'test_pkg.py': 'from pkg.calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n',
+      },
+    });
+    const result = await runPipeline(s.request, s.deps);
+    expect(result.outcome).toBe('completed');
+    expect(result.patchFacts!.binaries.map((b) => b.path)).toEqual(['pkg/calc.pyc']);
+    expect(result.patchFacts!.harnessFiles).toEqual(['pkg/calc.pyc']);
+    expect(result.verifyBefore).toMatchObject({ exitCode: 1 });
+    expect(result.verifyAfter!.exitCode).not.toBe(0);
+    // The agent's own evidence has its bytecode: reported apart, not trusted.
+    expect(result.agentTests).toMatchObject({ exitCode: 0 });
+    expectNothingLeft(s);
+  });
+
   // café.py is a new root module: set aside as harness, so the agent's tests run once more.
   it("lists links, binaries, mode changes and .gitattributes from git's own reading, and refuses links out of the repository", async () => {
     const commands = [

@@ -3,6 +3,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { errorText } from '../command-output.js';
+import { changedLines } from '../patch-facts.js';
 import type { RunContext } from '../run-context.js';
 import type { AttemptSummary, RunResult } from '../run-types.js';
 import { selectAttempt, type AttemptEvidence, type AttemptRanking } from '../select-attempt.js';
@@ -32,7 +33,7 @@ function evidenceOf(a: Attempt): AttemptEvidence {
       : a.violations.length > 0
         ? `policy: ${a.violations.map((v) => `${v.rule} ${v.detail}`).join('; ')}`
         : undefined;
-  const lines = a.patchFacts?.files.reduce((n, f) => n + (f.added ?? 0) + (f.removed ?? 0), 0);
+  const lines = a.patchFacts && changedLines(a.patchFacts);
   return {
     attempt: a.number,
     patch,

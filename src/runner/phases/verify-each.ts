@@ -7,7 +7,7 @@
 import type { Sandbox } from '../../leaf/sandbox.js';
 import { SANDBOX_GIT, combined, errorText, tail } from '../command-output.js';
 import { hostTreeTurn } from '../host-tree-turn.js';
-import { addsRootModule, isHarnessFile, isTestFile, patchFacts } from '../patch-facts.js';
+import { isHarnessChange, isTestFile, patchFacts } from '../patch-facts.js';
 import { DEFAULT_MAX_PATCH_BYTES, checkAppliedChanges, checkPatch } from '../patch-policy.js';
 import type { Failure, RunContext } from '../run-context.js';
 import type { PolicyViolation } from '../run-types.js';
@@ -177,7 +177,7 @@ export function analyzePatch(
     try {
       const applied = await hostTreeTurn(workspace, () =>
         workspace.changesFromPatch(patch, {
-          setAside: (p, c) => isHarnessFile(p, test?.command) || isTestFile(p) || addsRootModule(c),
+          setAside: (p, c) => isHarnessChange(c, test?.command) || isTestFile(p),
         }),
       );
       attempt.patchFacts = patchFacts(applied.changes, test?.command);
