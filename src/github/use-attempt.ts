@@ -230,6 +230,8 @@ export function withSelected(result: RunResult, attempt: number, by: string): Ru
     attempts,
     selectedAttempt: attempt,
   };
+  delete switched.error;
+  if (chosen.error) switched.error = chosen.error;
   delete switched.verifyAfter;
   delete switched.agentTests;
   delete switched.patchFacts;

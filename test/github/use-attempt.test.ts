@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import nock from 'nock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { useAttempt, type PublishedRun } from '../../src/github/use-attempt.js';
+import { useAttempt, withSelected, type PublishedRun } from '../../src/github/use-attempt.js';
 import type { AttemptSummary, RunResult } from '../../src/runner/run-types.js';
 import { createPythonRepo, FIXED_CALC, git } from '../support/python-repo.js';
 import { startGitHttpServer, type GitHttpServer } from './helpers/git-http-server.js';
@@ -196,5 +196,19 @@ describe('useAttempt', () => {
       expect((outcome as { reason: string }).reason).toMatch(reason);
     }
     expect(git(bare, 'rev-parse', `refs/heads/${BRANCH}`).trim()).toBe(before);
+  });
+});
+
+describe('withSelected', () => {
+  it("makes the result attempt K's: its error, or none, not the attempt it replaces", () => {
+    const result = runResult({
+      error: 'attempt 1 hit its step limit',
+      attempts: [summary(1, 'p1', { error: 'attempt 1 hit its step limit' }), summary(2, 'p2')],
+      selectedAttempt: 1,
+    });
+    const two = withSelected(result, 2, 'maint');
+    expect(two.error).toBeUndefined();
+    expect(two.patch).toBe('p2');
+    expect(withSelected(two, 1, 'maint').error).toBe('attempt 1 hit its step limit');
   });
 });

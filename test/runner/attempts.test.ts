@@ -265,6 +265,19 @@ describe('runPipeline with several attempts', () => {
     );
   }, 120_000);
 
+  it("keeps a losing attempt's error off the run: the result is the winner's", async () => {
+    const s = await setup(2, {
+      '1': [{ kind: 'error', status: 400, body: { error: { message: 'attempt one broke' } } }],
+      '2': SCRIPTS['1']!,
+    });
+    const result = await runPipeline(s.request, s.deps);
+    expect(result.outcome).toBe('completed');
+    expect(result.selectedAttempt).toBe(2);
+    expect(result.error).toBeUndefined();
+    expect(result.attempts![0]!.error).toContain('attempt one broke');
+    expect(result.attempts![0]!.reason).toContain('attempt one broke');
+  }, 120_000);
+
   it('with one attempt (the default) sends no attempt header and reports no attempts', async () => {
     const s = await setup(undefined, { '1': SCRIPTS['1']! });
     const result = await runPipeline(s.request, s.deps);

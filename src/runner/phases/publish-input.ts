@@ -29,7 +29,7 @@ function evidenceOf(a: Attempt): AttemptEvidence {
   const disqualified = a.failure
     ? `${a.failure.outcome}: ${a.failure.error}`
     : patch.trim() === ''
-      ? 'the patch is empty'
+      ? `the patch is empty${a.error ? ` (${a.error})` : ''}`
       : a.violations.length > 0
         ? `policy: ${a.violations.map((v) => `${v.rule} ${v.detail}`).join('; ')}`
         : undefined;
@@ -83,7 +83,9 @@ export function fillFromAttempt(result: RunResult, attempt: Attempt): void {
   result.budgets.contextTokens = leaf.contextTokens;
   result.budgets.promptTokens = leaf.usage.promptTokens;
   result.budgets.completionTokens = leaf.usage.completionTokens;
+  // The run's error is the published attempt's: another attempt's stays in its own summary.
   if (attempt.error !== undefined) result.error = attempt.error;
+  else delete result.error;
 }
 
 async function summaryOf(
