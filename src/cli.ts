@@ -83,8 +83,10 @@ Exit codes:
     const { solve } = await import('./commands/solve.js');
     const controller = new AbortController();
     const onSignal = () => controller.abort();
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
+    // `on`, not `once`: the run's own handler sees this one still listening when a signal
+    // comes, so it leaves the process to us (exit 130 after the files are written).
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
     try {
       process.exitCode = await solve(options, {
         stderr: (line) => process.stderr.write(`${line}\n`),

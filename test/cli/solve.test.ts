@@ -1,6 +1,6 @@
 // `frognano solve` end to end, as a user runs it: a child process, a real Python repository
 // with a failing test, the scripted model endpoint on a real socket.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -497,6 +497,46 @@ describe('frognano solve --sandbox local', () => {
       expect(existsSync(path.join(out, kept)), kept).toBe(true);
     expect(await readFile(path.join(out, 'summary.md'), 'utf8')).not.toContain('Attempts');
   }, 240_000);
+});
+
+describe('frognano solve interrupted', () => {
+  it.each(['SIGINT', 'SIGTERM'] as const)(
+    '%s mid-run: exit 130, and the files of what ran are written',
+    async (signal) => {
+      const repo = createPythonRepo(work);
+      const out = path.join(work, 'o');
+      // The second model call never comes back before the signal.
+      model = await startScriptedModelServer({
+        script: [
+          toolCall('Bash', { command: 'true' }),
+          { ...finalAnswer('late'), delayMs: 60_000 },
+        ],
+      });
+      const child = spawn(process.execPath, [CLI, ...quickLocalSolve(repo.dir)], {
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          FROGNANO_MODEL_URL: model.baseUrl,
+          FROGNANO_DATA_DIR: path.join(work, 'data'),
+        },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let stderr = '';
+      let sent = false;
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+        if (!sent && /step 1\//.test(stderr)) sent = child.kill(signal);
+      });
+      const [code, killedBy] = await new Promise<[number | null, string | null]>((resolve) =>
+        child.once('exit', (c, s) => resolve([c, s])),
+      );
+      expect({ code, killedBy }, stderr).toEqual({ code: 130, killedBy: null });
+      expect(stderr.trim().split('\n').at(-1)).toMatch(/^\[frognano\] failed \(cancelled\)/);
+      for (const file of ['summary.md', 'trajectory.json', 'trajectory.html'])
+        expect(existsSync(path.join(out, file)), file).toBe(true);
+    },
+    120_000,
+  );
 });
 
 describeDocker('frognano solve with the Docker sandbox', () => {
