@@ -1,6 +1,7 @@
 // What every phase of one run shares: the request and its dependencies, the logger, the
 // cancellation signal, the result being filled in, progress reports, phase timings, and
 // what must be cleaned up whatever happens (sandboxes, the work directory).
+import { setMaxListeners } from 'node:events';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
@@ -94,6 +95,9 @@ export function startRun(request: RunRequest, deps: PipelineDeps): RunContext {
   const started = performance.now();
 
   const controller = new AbortController();
+  // Every attempt's tool calls and model requests listen on this one signal at once: up to 8
+  // attempts, a few listeners each, is expected, not a leak.
+  setMaxListeners(100, controller.signal);
   const onCallerAbort = () => controller.abort(request.signal?.reason);
   if (request.signal?.aborted) controller.abort(request.signal.reason);
   request.signal?.addEventListener('abort', onCallerAbort, { once: true });

@@ -289,6 +289,26 @@ describe('runPipeline with several attempts', () => {
     expect(existsSync(path.join(s.out, 'trajectory.json'))).toBe(true);
   }, 120_000);
 
+  it('runs eight attempts on one run signal without a listener-leak warning', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on('warning', onWarning);
+    try {
+      const busy = [
+        toolCall('Bash', { command: 'sleep 0.3' }),
+        toolCall('Bash', { command: 'sleep 0.3' }),
+        finalAnswer('nothing'),
+      ];
+      const s = await setup(8, Object.fromEntries([1, 2, 3, 4, 5, 6, 7, 8].map((k) => [k, busy])));
+      const result = await runPipeline(s.request, s.deps);
+      expect(result.attempts).toHaveLength(8);
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings).not.toContain('MaxListenersExceededWarning');
+  }, 120_000);
+
   it('takes the count from the caller over the config, bounded by FROGNANO_MAX_ATTEMPTS', async () => {
     const s = await setup(2, { '1': SCRIPTS['4']!, '2': SCRIPTS['4']!, '3': SCRIPTS['4']! });
     const result = await runPipeline(
