@@ -77,6 +77,8 @@ export interface RunContext {
   readonly cleanups: (() => Promise<void>)[];
   /** Sandboxes still starting (or going): cleanup waits for them, so none outlives it. */
   readonly starting: Promise<unknown>[];
+  /** True once the agent phase starts; false when the run ends before it does. */
+  readonly agentStarted: Promise<boolean>;
   report(event: RunProgress): void;
   /** Runs `fn` as the named phase: reports it, adds its time to `timings`. */
   phase<T>(name: RunPhase, fn: () => Promise<T>): Promise<T>;
@@ -94,6 +96,8 @@ export function startRun(request: RunRequest, deps: PipelineDeps): RunContext {
   const dataDir = path.resolve(deps.dataDir ?? env.FROGNANO_DATA_DIR ?? './data');
   const started = performance.now();
 
+  let reachAgent!: (reached: boolean) => void;
+  const agentStarted = new Promise<boolean>((resolve) => (reachAgent = resolve));
   const controller = new AbortController();
   // Every attempt's tool calls and model requests listen on this one signal at once: up to 8
   // attempts, a few listeners each, is expected, not a leak.
@@ -121,6 +125,7 @@ export function startRun(request: RunRequest, deps: PipelineDeps): RunContext {
     sandboxes: new Set(),
     cleanups: [],
     starting: [],
+    agentStarted,
     report(event) {
       try {
         request.onProgress?.(event);
@@ -130,6 +135,7 @@ export function startRun(request: RunRequest, deps: PipelineDeps): RunContext {
     },
     async phase(name, fn) {
       run.currentPhase = name;
+      if (name === 'agent') reachAgent(true);
       run.report({
         kind: 'phase',
         phase: name,
@@ -157,6 +163,7 @@ export function startRun(request: RunRequest, deps: PipelineDeps): RunContext {
         );
     },
     async finish() {
+      reachAgent(false);
       await run
         .phase('cleanup', async () => {
           const errors: string[] = [];

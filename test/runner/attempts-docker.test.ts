@@ -7,6 +7,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { connectDocker } from '../../src/sandbox/docker-engine.js';
+import { LABEL_RUN } from '../../src/sandbox/docker-sandbox.js';
 import { runPipeline } from '../../src/runner/run.js';
 import { ATTEMPT_HEADER } from '../../src/runner/phases/attempts.js';
 import { ATTEMPT_IMAGE_REPOSITORY } from '../../src/sandbox/attempt-base-image.js';
@@ -101,6 +102,49 @@ describeDocker('several attempts in Docker', () => {
       await server.close();
     }
   }, 300_000);
+
+  it('a run stopped before the attempts start no sandbox for verifying them', async () => {
+    const repo = createPythonRepo(mkdtempSync(path.join(root, 'no-test-')), {
+      '.github/frognano.yml': 'attempts: 3\ntest: no-such-test-runner\n',
+    });
+    const runId = `t-attempts-docker-stopped-${Date.now()}`;
+    const created: string[] = [];
+    const events = await docker.getEvents({
+      filters: JSON.stringify({
+        type: ['container'],
+        event: ['create'],
+        label: [`${LABEL_RUN}=${runId}`],
+      }),
+    });
+    events.on('data', (chunk: Buffer) => created.push(chunk.toString()));
+    try {
+      const result = await runPipeline(
+        {
+          runId,
+          instanceId: 'fixture/calc#9',
+          repo: repo.dir,
+          issueText: ISSUE_TEXT,
+          sandbox: 'docker',
+          outDir: path.join(root, 'out-no-test'),
+        },
+        {
+          modelConfig: { baseUrl: 'http://127.0.0.1:9', maxRetries: 0 },
+          docker,
+          dataDir: path.join(root, 'data'),
+          logger: pino({ level: 'silent' }),
+          sandboxLimits: { memoryBytes: 512 * 1024 * 1024, pidsLimit: 256 },
+          snapshots: { enabled: false },
+        },
+      );
+      expect(result.outcome).toBe('setup_failed');
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      // Attempt 1's sandbox and the two copies started beside verify-before; none after it.
+      expect(created).toHaveLength(3);
+      expect(await labelledContainers(runId)).toEqual([]);
+    } finally {
+      (events as unknown as { destroy(): void }).destroy();
+    }
+  }, 120_000);
 
   it('cancel stops every attempt and leaves no container and no image', async () => {
     const server = await startScriptedModelServer({

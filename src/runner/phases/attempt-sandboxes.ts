@@ -69,8 +69,9 @@ export async function attemptSandboxes(
   // The verification sandboxes start (and compile pytest) while the attempts wait for the
   // model: one per attempt, once every attempt has its own (the first model requests go first).
   const pool: Promise<Sandbox>[] = [];
-  const warm = Promise.all(others).then(() => {
-    if (run.signal.aborted) return;
+  // Only for a run that gets as far as the attempts (not one whose tests cannot run).
+  const warm = Promise.all([run.agentStarted, Promise.all(others)]).then(([agent]) => {
+    if (!agent || run.signal.aborted) return;
     for (let i = 0; i < count; i++) {
       const next = start()
         .then(track)
