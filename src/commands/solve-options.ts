@@ -22,8 +22,11 @@ export const SolveOptions = z
     model: z.string().min(1).optional(),
     maxSteps: positiveInt('--max-steps').optional(),
     timeoutMinutes: positiveInt('--timeout-minutes').optional(),
-    attempts: positiveInt('--attempts')
-      .refine((n) => n <= 8, { message: '--attempts must be from 1 to 8' })
+    attempts: z
+      .string()
+      .regex(/^\d+$/, { message: '--attempts must be a whole number from 1 to 8' })
+      .transform(Number)
+      .refine((n) => n >= 1 && n <= 8, { message: '--attempts must be a whole number from 1 to 8' })
       .optional(),
     revision: z.string().min(1).optional(),
     feedbackFile: z.string().min(1).optional(),

@@ -226,6 +226,14 @@ describe('frognano solve --sandbox local', () => {
       ['--repo', '.', '--issue', 'x', '--max-steps', 'many'],
       '--max-steps must be a positive whole number',
     ],
+    [
+      ['--repo', '.', '--issue', 'x', '--attempts', '0'],
+      '--attempts must be a whole number from 1 to 8',
+    ],
+    [
+      ['--repo', '.', '--issue', 'x', '--attempts', '9'],
+      '--attempts must be a whole number from 1 to 8',
+    ],
     [['--repo', '.', '--issue', 'x', '--bogus'], "unknown option '--bogus'"],
     [['--repo', '.', '--issue', 'x', '--sandbox', 'vm'], 'Allowed choices are docker, local'],
   ])('rejects bad input %j with one clear line and exit code 2', async (args, message) => {

@@ -263,6 +263,9 @@ describe('runPipeline with several attempts', () => {
     expect(s.events.filter((e) => e.kind === 'phase').map((e) => e.phase)).toContain(
       'verify-after',
     );
+    // The time of the verifications, though most of it passed within the agent phase.
+    const tests = result.attempts![0]!.verifyAfter!.durationMs;
+    expect(result.timings['verify-after']).toBeGreaterThan(tests);
   }, 120_000);
 
   it("keeps a losing attempt's error off the run: the result is the winner's", async () => {

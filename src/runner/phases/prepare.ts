@@ -93,6 +93,8 @@ export async function prepare(run: RunContext): Promise<Prepared | Failure> {
     60_000;
   const asked = request.overrides?.attempts ?? config.attempts ?? 1;
   const attempts = Math.min(asked, caps.attempts ?? MAX_ATTEMPTS, MAX_ATTEMPTS);
+  if (attempts < asked)
+    run.log.warn({ asked, attempts }, 'attempts lowered to the operator cap FROGNANO_MAX_ATTEMPTS');
   result.budgets.maxSteps = maxSteps;
   result.budgets.timeoutMs = timeoutMs;
 

@@ -36,10 +36,14 @@ export function verifyEach(
   const { test } = prepared;
   const several = prepared.attempts > 1;
   const verifying = new Map<Attempt, Promise<void>>();
+  const span = { first: Infinity, last: 0 };
   const verify = (test: TestCommand, attempt: Attempt): Promise<void> => {
     let done = verifying.get(attempt);
     if (!done) {
-      done = verifyOne(run, prepared, test, attempt, several, fresh);
+      span.first = Math.min(span.first, performance.now());
+      done = verifyOne(run, prepared, test, attempt, several, fresh).finally(() => {
+        span.last = performance.now();
+      });
       verifying.set(attempt, done);
       // Cleanup waits for it, whatever ends the run.
       run.starting.push(done);
@@ -60,6 +64,8 @@ export function verifyEach(
       await run.phase('verify-after', () =>
         Promise.all(candidates.map((attempt) => verify(test, attempt))),
       );
+      // Verified as each loop ended: the phase took from the first start to the last end.
+      if (several) run.result.timings['verify-after'] = Math.round(span.last - span.first);
     },
   };
 }
