@@ -36,6 +36,36 @@ async function attemptImages(runId: string): Promise<unknown[]> {
   return images;
 }
 
+/** One run of the pipeline in Docker, as these tests make it: a scripted model at `baseUrl`. */
+function run(
+  runId: string,
+  repoDir: string,
+  out: string,
+  baseUrl: string,
+  more: { signal?: AbortSignal; snapshots?: boolean } = {},
+) {
+  return runPipeline(
+    {
+      runId,
+      instanceId: 'fixture/calc#9',
+      repo: repoDir,
+      issueText: ISSUE_TEXT,
+      sandbox: 'docker',
+      outDir: path.join(root, out),
+      ...(more.signal ? { signal: more.signal } : {}),
+    },
+    {
+      modelConfig: { baseUrl, maxRetries: 0 },
+      docker,
+      dataDir: path.join(root, 'data'),
+      logger: pino({ level: 'silent' }),
+      sandboxLimits: { memoryBytes: 512 * 1024 * 1024, pidsLimit: 256 },
+      snapshots: { enabled: more.snapshots ?? false },
+      ...(more.signal ? { handleSignals: false } : {}),
+    },
+  );
+}
+
 describeDocker('several attempts in Docker', () => {
   beforeAll(async () => {
     await ensureSandboxImage();
@@ -60,24 +90,7 @@ describeDocker('several attempts in Docker', () => {
     });
     const runId = `t-attempts-docker-${Date.now()}`;
     try {
-      const result = await runPipeline(
-        {
-          runId,
-          instanceId: 'fixture/calc#9',
-          repo: repo.dir,
-          issueText: ISSUE_TEXT,
-          sandbox: 'docker',
-          outDir: path.join(root, 'out-ok'),
-        },
-        {
-          modelConfig: { baseUrl: server.baseUrl, maxRetries: 0 },
-          docker,
-          dataDir: path.join(root, 'data'),
-          logger: pino({ level: 'silent' }),
-          sandboxLimits: { memoryBytes: 512 * 1024 * 1024, pidsLimit: 256 },
-          snapshots: { enabled: false },
-        },
-      );
+      const result = await run(runId, repo.dir, 'out-ok', server.baseUrl);
       expect(result.outcome).toBe('completed');
       expect(result.selectedAttempt).toBe(2);
       expect(result.attempts!.map((a) => a.reason.split(':')[0])).toEqual(['lost', 'won', 'lost']);
@@ -118,24 +131,7 @@ describeDocker('several attempts in Docker', () => {
     });
     events.on('data', (chunk: Buffer) => created.push(chunk.toString()));
     try {
-      const result = await runPipeline(
-        {
-          runId,
-          instanceId: 'fixture/calc#9',
-          repo: repo.dir,
-          issueText: ISSUE_TEXT,
-          sandbox: 'docker',
-          outDir: path.join(root, 'out-no-test'),
-        },
-        {
-          modelConfig: { baseUrl: 'http://127.0.0.1:9', maxRetries: 0 },
-          docker,
-          dataDir: path.join(root, 'data'),
-          logger: pino({ level: 'silent' }),
-          sandboxLimits: { memoryBytes: 512 * 1024 * 1024, pidsLimit: 256 },
-          snapshots: { enabled: false },
-        },
-      );
+      const result = await run(runId, repo.dir, 'out-no-test', 'http://127.0.0.1:9');
       expect(result.outcome).toBe('setup_failed');
       await new Promise((resolve) => setTimeout(resolve, 500));
       // Attempt 1's sandbox and the two copies started beside verify-before; none after it.
@@ -165,25 +161,10 @@ describeDocker('several attempts in Docker', () => {
       if (hanging.size === 3) controller.abort();
     }, 100);
     try {
-      const result = await runPipeline(
-        {
-          runId,
-          instanceId: 'fixture/calc#10',
-          repo: repo.dir,
-          issueText: ISSUE_TEXT,
-          sandbox: 'docker',
-          outDir: path.join(root, 'out-cancel'),
-          signal: controller.signal,
-        },
-        {
-          modelConfig: { baseUrl: server.baseUrl, maxRetries: 0 },
-          docker,
-          dataDir: path.join(root, 'data'),
-          logger: pino({ level: 'silent' }),
-          sandboxLimits: { memoryBytes: 512 * 1024 * 1024, pidsLimit: 256 },
-          handleSignals: false,
-        },
-      );
+      const result = await run(runId, repo.dir, 'out-cancel', server.baseUrl, {
+        signal: controller.signal,
+        snapshots: true,
+      });
       expect(hanging).toEqual(new Set(['1', '2', '3']));
       expect(result.outcome).toBe('cancelled');
       expect(await labelledContainers(runId)).toEqual([]);
