@@ -37,7 +37,9 @@ export function renderSummary(result: RunResult, meta: SummaryMeta = {}): string
   lines.push(
     `- Tokens: context ${b.contextTokens}, prompt ${b.promptTokens}, completion ${b.completionTokens}`,
   );
-  lines.push(`- Wall time: ${seconds(b.wallMs)} of ${seconds(b.timeoutMs)}`);
+  // The run's whole time (clone, setup, tests) beside the agent's own limit, not a share of it.
+  const per = several ? ' per attempt' : '';
+  lines.push(`- Wall time: ${seconds(b.wallMs)} (agent time limit ${seconds(b.timeoutMs)}${per})`);
   if (result.snapshotHit !== undefined) {
     lines.push(`- Setup snapshot: ${result.snapshotHit ? 'reused (setup skipped)' : 'none'}`);
   }

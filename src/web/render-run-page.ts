@@ -123,7 +123,7 @@ function renderAttempt(
   const tools = new Set(LEAF_TOOLS);
   for (const step of steps) for (const o of step.observations) tools.add(o.tool);
   const verdict = several
-    ? `<p class="pad">${text(attempt.label)}: ${text(attempt.verdict)}${attempt.selected ? ' (published)' : ''}</p>`
+    ? `<p class="pad">${text(attempt.label)}: ${text(attempt.verdict)}${attempt.selected ? ' (selected)' : ''}</p>`
     : '';
   return `<section class="attempt" id="${attemptId(index)}"${live ? ' data-live' : ''}>
 ${verdict}${renderDiff(attempt.patch, live)}

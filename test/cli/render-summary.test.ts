@@ -221,7 +221,7 @@ describe('renderSummary of a one-attempt run', () => {
     '- Base commit: `aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa`',
     '- Steps: 3/150',
     '- Tokens: context 4100, prompt 12000, completion 800',
-    '- Wall time: 4.2s of 1800.0s',
+    '- Wall time: 4.2s (agent time limit 1800.0s)',
     '- Setup snapshot: reused (setup skipped)',
     '',
     '## Tests',
@@ -344,6 +344,7 @@ describe('renderSummary with several attempts', () => {
     expect(text).toContain(
       '- Selected attempt: 2 of 3 (the steps, tokens, tests and patch here are its own; see Attempts)',
     );
+    expect(text).toMatch(/^- Wall time: [\d.]+s \(agent time limit [\d.]+s per attempt\)$/m);
     expect(text).toContain(
       '| Attempt | Exit reason | Steps | Tokens | Tests after | Own tests fail→pass | Diff size | Verdict |',
     );
