@@ -116,6 +116,9 @@ CREATE TABLE IF NOT EXISTS notes (
 );
 `;
 
+// The note holding a key's cross-process lock: `<token> <lease end, ms since epoch>`.
+const LOCK_NOTE = 'exclusive-lock';
+
 /** MIGRATIONS[i] takes the schema from version i to i + 1. Append only; never edit a shipped one. */
 const MIGRATIONS: string[] = [
   // 1: replay detection on the raw body; runs accepted before their permission check.
@@ -497,6 +500,33 @@ export class RunQueue<J = unknown> {
       .prepare(`SELECT value FROM notes WHERE key = ? AND name = ?`)
       .get(key, name) as { value: string } | undefined;
     return row?.value;
+  }
+
+  /**
+   * Takes the lock `key` for `token` when it is free or its holder's lease has run out (a
+   * process that died holding it); true when taken. One IMMEDIATE transaction: every process on
+   * this file agrees on who holds it.
+   */
+  tryLock(key: string, token: string, leaseMs: number): boolean {
+    return this.#db
+      .transaction(() => {
+        const now = Date.now();
+        const [holder, until] = (this.getNote(key, LOCK_NOTE) ?? '').split(' ');
+        if (holder && holder !== token && Number(until) > now) return false;
+        this.setNote(key, LOCK_NOTE, `${token} ${now + leaseMs}`);
+        return true;
+      })
+      .immediate();
+  }
+
+  /** Gives the lock back, when `token` still holds it. */
+  unlock(key: string, token: string): void {
+    this.#db
+      .transaction(() => {
+        const [holder] = (this.getNote(key, LOCK_NOTE) ?? '').split(' ');
+        if (holder === token) this.setNote(key, LOCK_NOTE, undefined);
+      })
+      .immediate();
   }
 
   setNote(key: string, name: string, value: string | undefined): void {

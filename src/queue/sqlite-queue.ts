@@ -1,5 +1,6 @@
 // The embedded backend: today's SQLite RunQueue behind the async door. One data directory,
 // shared by the processes of one host; nothing to copy, so artifacts stay on disk.
+import { randomUUID } from 'node:crypto';
 import { RunQueue, type QueueOptions } from './queue.js';
 import type {
   AdmitResult,
@@ -149,8 +150,22 @@ export class SqliteQueue<J = unknown> implements Queue<J> {
     return undefined;
   }
 
-  exclusive<T>(_key: string, fn: () => Promise<T>): Promise<T> {
-    return fn();
+  /**
+   * `serve` and `worker` may share one data directory from two processes: the lock lives in the
+   * database file, with a lease (as the Redis one) that frees it if its holder died.
+   */
+  async exclusive<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const token = randomUUID();
+    const leaseMs = 30_000;
+    const deadline = Date.now() + leaseMs;
+    while (!this.runs.tryLock(key, token, leaseMs) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    try {
+      return await fn();
+    } finally {
+      this.runs.unlock(key, token);
+    }
   }
 
   async close(): Promise<void> {

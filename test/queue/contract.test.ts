@@ -260,6 +260,34 @@ describe.each([sqlite, bullmq])('queue contract: $name', (backend) => {
     expect((await q.enqueue({ key: 'o/r#1', job: job(3) })).status).toBe('queued');
   });
 
+  it('runs one exclusive section per key at a time across processes, other keys meanwhile', async () => {
+    const [a, b] = [await backend.open(), await backend.open()];
+    const log: string[] = [];
+    const section = (q: Queue<Job>, key: string, name: string) =>
+      q.exclusive(key, async () => {
+        log.push(`${name} in`);
+        await new Promise((resolve) => setTimeout(resolve, 150));
+        log.push(`${name} out`);
+      });
+    await Promise.all([
+      section(a, 'o/r#1', 'a1'),
+      section(b, 'o/r#1', 'b1'),
+      section(b, 'o/r#2', 'b2'),
+    ]);
+    // The two sections of o/r#1 never overlap; o/r#2's runs beside one of them.
+    const one = log.filter((l) => !l.startsWith('b2'));
+    expect(one.map((l) => l.split(' ')[1])).toEqual(['in', 'out', 'in', 'out']);
+    expect(one[0]!.split(' ')[0]).toBe(one[1]!.split(' ')[0]);
+    expect(log.indexOf('b2 in')).toBeLessThan(log.indexOf(one[1]!));
+    // A holder that throws gives the lock back.
+    await expect(a.exclusive('o/r#3', () => Promise.reject(new Error('boom')))).rejects.toThrow(
+      'boom',
+    );
+    const started = Date.now();
+    await b.exclusive('o/r#3', async () => undefined);
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
   it('keeps run artifacts where serve can read them', async () => {
     const q = await backend.open();
     const body = Buffer.from(JSON.stringify({ steps: Array(200).fill('same text') }));
