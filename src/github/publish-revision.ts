@@ -4,11 +4,12 @@
 // is overwritten: the caller says so and stops. Then the pull request's body gains a "Revision
 // N" section (the PR stays a draft: it is never marked ready here), and each review thread the
 // run was given gets a one-line reply naming the commit.
-import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { redactSecrets, registerSecret } from '../redact.js';
 import { commitMessage } from './commit-message.js';
+import { commitPatch } from './commit-patch.js';
 import type { GitHubClient } from './octokit.js';
 import {
   type BotIdentity,
@@ -102,31 +103,21 @@ export async function publishRevision(p: PublishRevisionParams): Promise<Publish
         await runRemote(['ls-remote', p.gitUrl, `refs/heads/${p.branch}`], 'reading the branch')
       ).split(/\s+/)[0] ?? '';
 
-    await run(['init', '-q'], 'git init');
-    await runRemote(
-      ['fetch', '-q', '--no-tags', '--depth=1', p.gitUrl, p.head],
-      'fetching the pull request head',
-    );
-    await run(['checkout', '-q', '--detach', p.head], 'checking out the pull request head');
-    const patchFile = join(dir, 'change.patch');
-    await writeFile(patchFile, p.patch.endsWith('\n') ? p.patch : `${p.patch}\n`);
-    await run(['apply', '--index', '--whitespace=nowarn', patchFile], 'applying the patch');
-    const messageFile = join(dir, 'message.txt');
-    await writeFile(
-      messageFile,
-      commitMessage({
+    const commit = await commitPatch({
+      run,
+      remote: runRemote,
+      dir,
+      gitUrl: p.gitUrl,
+      from: { commit: p.head, what: 'the pull request head' },
+      patch: p.patch,
+      message: commitMessage({
         issueTitle: `revision ${p.revision}: ${p.issueTitle}`,
         issueNumber: p.issueNumber,
         coAuthor: p.coAuthor,
         noreplyDomain: p.noreplyDomain,
       }),
-    );
-    const identity = ['-c', `user.name=${p.bot.name}`, '-c', `user.email=${p.bot.email}`];
-    await run(
-      [...identity, 'commit', '-q', '--no-verify', '--no-gpg-sign', '-F', messageFile],
-      'committing',
-    );
-    const commit = (await run(['rev-parse', 'HEAD'], 'reading the commit')).trim();
+      bot: p.bot,
+    });
 
     const before = await remoteHead();
     if (before !== p.head) return { kind: 'moved', now: before };

@@ -5,11 +5,12 @@
 // The installation token reaches git only through the environment, as an HTTP header
 // (GIT_CONFIG_COUNT/KEY/VALUE): never in argv, never on disk, never in a log line.
 import { spawn } from 'node:child_process';
-import { mkdtemp, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { redactSecrets, registerSecret } from '../redact.js';
 import { commitMessage, defuseReferences } from './commit-message.js';
+import { commitPatch } from './commit-patch.js';
 import { hostGitEnv } from '../runner/host-git-env.js';
 import type { GitHubClient } from './octokit.js';
 
@@ -200,29 +201,16 @@ export async function publishPatch(params: PublishParams): Promise<PublishResult
     };
 
     const commitAndPush = async (): Promise<string> => {
-      await run(['init', '-q'], 'git init');
-      await runRemote(
-        ['fetch', '-q', '--no-tags', '--depth=1', params.gitUrl, params.baseCommit],
-        'fetching the base commit',
-      );
-      await run(['checkout', '-q', '--detach', params.baseCommit], 'checking out the base commit');
-      const patchFile = join(dir, 'change.patch');
-      await writeFile(patchFile, params.patch.endsWith('\n') ? params.patch : `${params.patch}\n`);
-      await run(['apply', '--index', '--whitespace=nowarn', patchFile], 'applying the patch');
-
-      const messageFile = join(dir, 'message.txt');
-      await writeFile(messageFile, commitMessage(params));
-      const identity = [
-        '-c',
-        `user.name=${params.bot.name}`,
-        '-c',
-        `user.email=${params.bot.email}`,
-      ];
-      await run(
-        [...identity, 'commit', '-q', '--no-verify', '--no-gpg-sign', '-F', messageFile],
-        'committing',
-      );
-      const head = (await run(['rev-parse', 'HEAD'], 'reading the commit')).trim();
+      const head = await commitPatch({
+        run,
+        remote: runRemote,
+        dir,
+        gitUrl: params.gitUrl,
+        from: { commit: params.baseCommit, what: 'the base commit' },
+        patch: params.patch,
+        message: commitMessage(params),
+        bot: params.bot,
+      });
 
       // Force only over what we saw: a retry replaces our own branch, but a push that raced us
       // (ours or a human's) is not silently overwritten - also when a push is tried again.
