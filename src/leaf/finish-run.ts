@@ -1,0 +1,86 @@
+// The end of a Leaf run (leaf-protocol.md §5): after any stop but `cancelled` the patch is
+// captured (partial work is still shown), then the final trajectory is written and the
+// result assembled from the loop's state.
+import { capturePatch } from './capture-patch.js';
+import { describeError } from './describe-error.js';
+import { elapsedMs, type LoopState } from './loop-state.js';
+import type { LeafRunResult } from './loop-types.js';
+import type { Stop } from './stop.js';
+import { RUNNING, checkpoint, trajectoryTail } from './trajectory-checkpoint.js';
+
+/**
+ * How long past the run's deadline the patch capture may still take: enough for git on an
+ * ordinary repository, not for hashing a file the agent blew up to many gigabytes.
+ */
+export const CAPTURE_DEADLINE_GRACE_MS = 20_000;
+
+interface CapturedPatch {
+  bytes: Buffer;
+  text: string | null;
+  error: string | null;
+}
+
+export async function finishRun(state: LoopState, final: Stop): Promise<LeafRunResult> {
+  const patch: CapturedPatch =
+    final.reason === 'cancelled'
+      ? { bytes: Buffer.alloc(0), text: null, error: null }
+      : await captureFinalPatch(state, final);
+  const finalTail = trajectoryTail(state, final, {
+    status: 'finished',
+    patch: patch.text,
+    patchError: patch.error,
+  });
+  await checkpoint(state, finalTail);
+  state.options.logger?.info(
+    {
+      instanceId: state.options.instanceId,
+      exitReason: final.reason,
+      steps: state.nSteps,
+      contextTokens: state.contextTokens,
+    },
+    'leaf run finished',
+  );
+
+  return {
+    trajectory: state.recorder.toRecord(finalTail),
+    exitReason: final.reason,
+    error: final.error,
+    finalMessage: final.finalMessage,
+    patch: patch.text ?? '',
+    patchBytes: patch.bytes,
+    patchError: patch.error,
+    partial: final.reason !== 'agent',
+    nSteps: state.nSteps,
+    contextTokens: state.contextTokens,
+    usage: state.usage,
+    steps: state.summaries,
+    elapsedMs: elapsedMs(state),
+    toolCallFallbacks: state.fallbacks,
+    trajectoryError: state.trajectoryError,
+  };
+}
+
+async function captureFinalPatch(state: LoopState, final: Stop): Promise<CapturedPatch> {
+  const { timeBudgetMs } = state.limits;
+  // Record the stop before the (possibly slow) capture, so a crash there loses nothing else.
+  await checkpoint(state, trajectoryTail(state, final, RUNNING));
+  try {
+    const bytes = await capturePatch(
+      state.options.sandbox,
+      timeBudgetMs === undefined
+        ? {}
+        : {
+            deadline:
+              Date.now() + Math.max(0, timeBudgetMs - elapsedMs(state)) + CAPTURE_DEADLINE_GRACE_MS,
+          },
+    );
+    return { bytes, text: bytes.toString('utf8'), error: null };
+  } catch (error) {
+    const patchError = describeError(error);
+    state.options.logger?.warn(
+      { instanceId: state.options.instanceId, error: patchError },
+      'patch capture failed',
+    );
+    return { bytes: Buffer.alloc(0), text: null, error: patchError };
+  }
+}

@@ -1,0 +1,81 @@
+// The one mutable state of a Leaf run: its limits and deadline, the trajectory recorder that
+// holds the history, and the counters the steps advance (queries, tokens, fallbacks).
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { LeafRunOptions, LeafStepSummary, LeafUsageTotals } from './loop-types.js';
+import {
+  DEFAULT_MAX_CONTEXT_TOKENS,
+  DEFAULT_MAX_STEPS,
+  DEFAULT_REQUEST,
+  SYSTEM_PROMPT,
+  TOOL_SCHEMAS,
+} from './protocol.js';
+import { TrajectoryRecorder } from './trajectory.js';
+
+export const Limits = z.object({
+  maxSteps: z.number().int().min(0),
+  maxContextTokens: z.number().int().positive(),
+  maxTokensPerTurn: z.number().int().positive(),
+  timeBudgetMs: z.number().min(0).optional(),
+});
+export type Limits = z.infer<typeof Limits>;
+
+export interface LoopState {
+  readonly options: LeafRunOptions;
+  readonly limits: Limits;
+  /** performance.now() at the start; the run's elapsed time counts from here. */
+  readonly started: number;
+  /** performance.now() past which no new step or tool call starts (infinite without a budget). */
+  readonly deadline: number;
+  readonly recorder: TrajectoryRecorder;
+  readonly usage: LeafUsageTotals;
+  readonly summaries: LeafStepSummary[];
+  /** Model queries answered so far (Leaf's n_steps). */
+  nSteps: number;
+  contextTokens: number;
+  /** Steps whose tool calls were recovered from text. */
+  fallbacks: number;
+  /** Tool-call ids handed out by the fallback so far, so recovered ids stay unique. */
+  fallbackIds: number;
+  trajectoryError: string | null;
+}
+
+/** Validates the limits, starts the clock and the history (system + user, §1). */
+export function createLoopState(options: LeafRunOptions): LoopState {
+  const limits = Limits.parse({
+    maxSteps: options.maxSteps ?? DEFAULT_MAX_STEPS,
+    maxContextTokens: options.maxContextTokens ?? DEFAULT_MAX_CONTEXT_TOKENS,
+    maxTokensPerTurn: options.maxTokensPerTurn ?? DEFAULT_REQUEST.maxCompletionTokens,
+    timeBudgetMs: options.timeBudgetMs,
+  });
+  const started = performance.now();
+  const recorder = new TrajectoryRecorder(
+    {
+      trajectoryId: options.trajectoryId ?? randomUUID(),
+      instanceId: options.instanceId,
+      seed: options.seed ?? null,
+      tools: TOOL_SCHEMAS,
+    },
+    options.trajectoryPath,
+  );
+  recorder.appendMessage({ role: 'system', content: SYSTEM_PROMPT });
+  recorder.appendMessage({ role: 'user', content: options.task });
+  return {
+    options,
+    limits,
+    started,
+    deadline: started + (limits.timeBudgetMs ?? Number.POSITIVE_INFINITY),
+    recorder,
+    usage: { requests: 0, requestsWithoutUsage: 0, promptTokens: 0, completionTokens: 0 },
+    summaries: [],
+    nSteps: 0,
+    contextTokens: recorder.historyTokenEstimate(),
+    fallbacks: 0,
+    fallbackIds: 0,
+    trajectoryError: null,
+  };
+}
+
+export function elapsedMs(state: LoopState): number {
+  return performance.now() - state.started;
+}

@@ -1,0 +1,61 @@
+// Saving the trajectory (leaf-protocol.md §6): the fields after `steps` as the run stands,
+// written after every step and at the end; a failed write is kept, never thrown.
+import { describeError } from './describe-error.js';
+import { elapsedMs, type LoopState } from './loop-state.js';
+import { round3 } from './round3.js';
+import type { Stop } from './stop.js';
+import type { TrajectoryTail } from './trajectory.js';
+
+export interface TailStatus {
+  status: 'running' | 'finished';
+  patch: string | null;
+  patchError: string | null;
+}
+
+export const RUNNING: Readonly<TailStatus> = { status: 'running', patch: null, patchError: null };
+
+export function trajectoryTail(
+  state: LoopState,
+  stop: Stop | undefined,
+  extra: TailStatus,
+): TrajectoryTail {
+  const { limits, usage } = state;
+  return {
+    n_steps: state.nSteps,
+    exit_reason: stop?.reason ?? null,
+    error: stop?.error ?? null,
+    final_message: stop?.finalMessage ?? '',
+    context_tokens: state.contextTokens,
+    elapsed_sec: round3(elapsedMs(state) / 1000),
+    output_patch: extra.patch,
+    partial: stop ? stop.reason !== 'agent' : true,
+    status: extra.status,
+    budget: {
+      max_steps: limits.maxSteps,
+      max_context_tokens: limits.maxContextTokens,
+      max_tokens_per_turn: limits.maxTokensPerTurn,
+      time_budget_sec: limits.timeBudgetMs === undefined ? null : limits.timeBudgetMs / 1000,
+    },
+    usage: {
+      requests: usage.requests,
+      requests_without_usage: usage.requestsWithoutUsage,
+      prompt_tokens: usage.promptTokens,
+      completion_tokens: usage.completionTokens,
+    },
+    tool_call_fallbacks: state.fallbacks,
+    patch_error: extra.patchError,
+  };
+}
+
+export async function checkpoint(state: LoopState, tail: TrajectoryTail): Promise<void> {
+  try {
+    await state.recorder.write(tail);
+  } catch (error) {
+    // A full disk must not throw away the run: the result still carries everything.
+    state.trajectoryError = describeError(error);
+    state.options.logger?.warn(
+      { instanceId: state.options.instanceId, error: state.trajectoryError },
+      'trajectory write failed',
+    );
+  }
+}
