@@ -177,6 +177,12 @@ function harnessLines(result: RunResult): string[] {
       `- Tests the agent added or changed, not part of "After": ${fileNames(facts.testFiles)}`,
     );
   }
+  const base = result.followUpBase;
+  if (base && base.harnessFiles.length > 0) {
+    lines.push(
+      `- Not trusted: the revisions since the base revision ${inlineCode(base.commit.slice(0, 12))} change the test harness (${fileNames(base.harnessFiles)}): "Before" and "After" ran the base revision's harness.`,
+    );
+  }
   if (result.agentTests) {
     lines.push(
       `- The agent's own tests (the whole patch, its tests and harness changes included; not the verdict): ${describeTest(result.agentTests)}`,

@@ -56,6 +56,8 @@ export function renderRevision(input: RevisionInput): string {
       : "**The model's summary**: _none given._",
   );
   parts.push(evidence(result));
+  const untrusted = untrustedHarness(result);
+  if (untrusted) parts.push(untrusted);
   const files = diffstat(result.patch);
   const added = files.reduce((n, f) => n + f.added, 0);
   const removed = files.reduce((n, f) => n + f.removed, 0);
@@ -93,6 +95,18 @@ function evidence(result: RunResult): string {
     row('before', result.verifyBefore),
     row('after', result.verifyAfter),
   ].join('\n');
+}
+
+/**
+ * The harness files any revision changed since the base revision: the evidence above ran the
+ * base revision's versions of them, so what a model wrote there decides nothing.
+ */
+function untrustedHarness(result: RunResult): string {
+  const base = result.followUpBase;
+  if (!base || base.harnessFiles.length === 0) return '';
+  const names = base.harnessFiles.slice(0, 30).map((p) => fileName(p));
+  if (base.harnessFiles.length > 30) names.push(`and ${base.harnessFiles.length - 30} more`);
+  return `**Not trusted: the test harness.** The revisions of this pull request change ${names.join(', ')}. Before and after ran the harness as it was at the base revision ${inlineCode(base.commit.slice(0, 12))}; these files are reported, not trusted.`;
 }
 
 interface Section {

@@ -160,6 +160,13 @@ export interface RunResult {
    */
   agentTests?: TestResult;
   /**
+   * A follow-up: the base revision (where the previous attempts started), whose tree alone
+   * setup and the setup snapshot saw and whose test harness judged "before" and "after"; and
+   * the harness files any revision (this one included) added or changed since: reported,
+   * never trusted.
+   */
+  followUpBase?: { commit: string; harnessFiles: string[] };
+  /**
    * Every attempt, when the run had several (absent for one attempt): the fields above are
    * the selected attempt's.
    */

@@ -27,6 +27,11 @@ export interface PrepareWorkspaceOptions {
   repo: string;
   /** Commit, branch or tag; default: the remote's HEAD. */
   revision?: string;
+  /**
+   * A follow-up: the revision the previous attempts started from (commit, branch or tag). The
+   * tree is checked out at its merge base with `revision` (the origin), not at `revision`.
+   */
+  baseRevision?: string;
   getCredential?: CredentialProvider;
   /** Mirrors live in `<cacheDir>/mirrors`. */
   cacheDir: string;
@@ -42,22 +47,34 @@ export interface PrepareWorkspaceOptions {
 export interface Workspace {
   /** `<workRoot>/<runId>`: everything of this run on the host. */
   runDir: string;
-  /** The working clone at `baseCommit` (with its .git), ready to copy into a sandbox. */
+  /** The working clone at `originCommit` (with its .git), ready to copy into a sandbox. */
   treeDir: string;
+  /** The commit the run starts from: its patch applies there. */
   baseCommit: string;
+  /**
+   * Where setup, the snapshot key and the verdict's harness come from: `baseCommit` itself, or
+   * for a follow-up the base revision (what no revision of the model wrote), with the previous
+   * revisions (`previousChanges`) applied in the sandbox only after setup, offline.
+   */
+  originCommit: string;
   /** Whether the mirror already existed (fetched) or was cloned now. */
   mirror: { dir: string; reused: boolean };
   /**
    * What `git apply --index` (as publishing runs it) changes when the patch is applied to this
    * clean clone at `baseCommit`: git's own reading of the untrusted patch text, for the policy
    * and the evidence. With `setAside`, also git's own diffs of the change without the paths it
-   * accepts, and of those paths alone. The clone is reset afterwards. Throws when the patch
-   * does not apply.
+   * accepts, and of those paths alone, both from `originCommit` (a follow-up: the previous
+   * revisions and the patch as one change). The clone is reset afterwards. Throws when the
+   * patch does not apply.
    */
   changesFromPatch(
     patch: string,
     options?: { setAside?: (path: string, change: AppliedChange) => boolean },
   ): Promise<AppliedPatch>;
+  /** The same reading of `originCommit..baseCommit`: a follow-up's previous revisions. */
+  previousChanges(options: {
+    setAside: (path: string, change: AppliedChange) => boolean;
+  }): Promise<AppliedPatch>;
   /**
    * `git diff <base>...<baseCommit>` as text (no external diff, no textconv): a previous
    * attempt's change since it left `base` (a commit, branch or tag of the source).
@@ -87,8 +104,13 @@ export interface AppliedChange {
 export interface AppliedPatch {
   changes: AppliedChange[];
   /**
+   * When `originCommit` is not `baseCommit` (a follow-up): the whole change since the origin,
+   * the previous revisions included; `setAside` picks among these, and `split` is of this.
+   */
+  sinceOrigin?: AppliedChange[];
+  /**
    * When `setAside` was given: `kept` is the change without the paths it picked (applies to
-   * the base commit), `setAside` those paths alone (applies on top of `kept`). Binary-safe,
+   * the origin commit), `setAside` those paths alone (applies on top of `kept`). Binary-safe,
    * full-index patches written by host git, not the agent's text. Empty strings when empty.
    */
   split?: { kept: string; setAside: string; setAsidePaths: string[] };
@@ -159,6 +181,7 @@ export async function prepareWorkspace(options: PrepareWorkspaceOptions): Promis
     await mkdir(path.dirname(mirrorDir), { recursive: true });
     let reused = false;
     let baseCommit = '';
+    let originCommit = '';
     await withLock(
       `${mirrorDir}.lock`,
       options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
@@ -188,6 +211,10 @@ export async function prepareWorkspace(options: PrepareWorkspaceOptions): Promis
           await rename(partial, mirrorDir);
         }
         baseCommit = await resolveRevision(git(mirrorDir), options.revision, source, fail);
+        originCommit =
+          options.baseRevision === undefined
+            ? baseCommit
+            : await mergeBase(git(mirrorDir), options.baseRevision, baseCommit, source, fail);
       },
     );
 
@@ -196,9 +223,10 @@ export async function prepareWorkspace(options: PrepareWorkspaceOptions): Promis
       .raw(['clone', '--no-checkout', '--no-hardlinks', '--quiet', '--', mirrorDir, treeDir])
       .catch((e: unknown) => fail('cannot create the working clone', e));
     const tree = git(treeDir);
+    const commits: Commits = { tree, raw: { dir: treeDir, env }, runDir, baseCommit, originCommit };
     await tree
-      .raw(['checkout', '--quiet', '--detach', baseCommit])
-      .catch((e: unknown) => fail(`cannot check out ${baseCommit}`, e));
+      .raw(['checkout', '--quiet', '--detach', originCommit])
+      .catch((e: unknown) => fail(`cannot check out ${originCommit}`, e));
     // The sandbox gets this .git: no host paths, no URLs, no credentials in it.
     await tree
       .raw(['remote', 'remove', 'origin'])
@@ -207,9 +235,10 @@ export async function prepareWorkspace(options: PrepareWorkspaceOptions): Promis
       runDir,
       treeDir,
       baseCommit,
+      originCommit,
       mirror: { dir: mirrorDir, reused },
-      changesFromPatch: (patch, opts) =>
-        changesFromPatch(tree, { dir: treeDir, env }, runDir, baseCommit, patch, opts?.setAside),
+      changesFromPatch: (patch, opts) => readChanges(commits, patch, opts?.setAside),
+      previousChanges: (opts) => readChanges(commits, undefined, opts.setAside),
       diffFrom: async (base) => {
         // Branch names live in the mirror (the working clone keeps only the objects).
         const from = base.startsWith('-') ? undefined : await revParse(git(mirrorDir), base);
@@ -231,66 +260,53 @@ export async function prepareWorkspace(options: PrepareWorkspaceOptions): Promis
   }
 }
 
-async function changesFromPatch(
-  tree: SimpleGit,
-  raw: { dir: string; env: Record<string, string> },
-  runDir: string,
-  baseCommit: string,
-  patch: string,
+interface Commits {
+  tree: SimpleGit;
+  raw: { dir: string; env: Record<string, string> };
+  runDir: string;
+  baseCommit: string;
+  originCommit: string;
+}
+
+/** `changesFromPatch` with a patch, `previousChanges` without one (see Workspace). */
+async function readChanges(
+  at: Commits,
+  patch: string | undefined,
   setAside: ((path: string, change: AppliedChange) => boolean) | undefined,
 ): Promise<AppliedPatch> {
+  const { tree, raw, runDir, baseCommit, originCommit } = at;
   const file = path.join(runDir, 'policy-check.patch');
-  // Byte for byte what publishing applies (it adds a final newline when missing).
-  await writeFile(file, patch.endsWith('\n') ? patch : `${patch}\n`);
   // info/attributes outranks every .gitattributes: the patch's own cannot declare its binary
   // files text (or the reverse) and so keep them out of the list of binaries.
   const attributes = path.join(raw.dir, '.git', 'info', 'attributes');
   await mkdir(path.dirname(attributes), { recursive: true });
   await writeFile(attributes, '* !diff\n');
   try {
-    await tree.raw(['apply', '--index', '--whitespace=nowarn', file]);
+    // The clone rests at the origin; the patch applies where the run started.
+    if (originCommit !== baseCommit) await tree.raw(['reset', '-q', '--hard', baseCommit]);
+    if (patch !== undefined) {
+      // Byte for byte what publishing applies (it adds a final newline when missing).
+      await writeFile(file, patch.endsWith('\n') ? patch : `${patch}\n`);
+      await tree.raw(['apply', '--index', '--whitespace=nowarn', file]);
+    }
     const fullTree = (await tree.raw(['write-tree'])).trim();
-    // Plumbing on trees: no textconv, no external diff, no worktree filters, no renames.
-    const diff = ['diff-tree', '-r', '-z', '--no-renames'];
-    const changes = parseRaw(
-      await tree.raw([...diff, '--raw', '--no-abbrev', baseCommit, fullTree]),
-    );
-    const numstat = parseNumstat(await tree.raw([...diff, '--numstat', baseCommit, fullTree]));
-    const live = changes.filter((c) => c.newMode !== '000000' && c.newMode !== '160000');
-    const objects = await catFile(
-      raw,
-      '--batch-check',
-      live.map((c) => c.newBlob),
-    );
-    const links = await catFile(
-      raw,
-      '--batch',
-      live.filter((c) => c.newMode === '120000').map((c) => c.newBlob),
-    );
-    const applied: AppliedChange[] = changes.map((c) => {
-      const counts = numstat.get(c.path);
-      const change: AppliedChange = {
-        path: c.path,
-        oldMode: c.oldMode,
-        newMode: c.newMode,
-        status: c.status,
-        added: counts ? counts.added : 0,
-        removed: counts ? counts.removed : 0,
-        size: objects.get(c.newBlob)?.size ?? 0,
-      };
-      const link = c.newMode === '120000' ? links.get(c.newBlob)?.content : undefined;
-      if (link) change.linkTarget = link.toString('utf8');
-      return change;
-    });
-    if (!setAside) return { changes: applied };
-    const setAsidePaths = applied.filter((c) => setAside(c.path, c)).map((c) => c.path);
+    const changes = await describeChanges(tree, raw, baseCommit, fullTree);
+    const sinceOrigin =
+      originCommit === baseCommit
+        ? undefined
+        : await describeChanges(tree, raw, originCommit, fullTree);
+    const whole = sinceOrigin ?? changes;
+    const described = { changes, ...(sinceOrigin ? { sinceOrigin } : {}) };
+    if (!setAside) return described;
+    const setAsidePaths = whole.filter((c) => setAside(c.path, c)).map((c) => c.path);
     let keptTree = fullTree;
     if (setAsidePaths.length > 0) {
       const list = path.join(runDir, 'set-aside.paths');
       await writeFile(list, setAsidePaths.map((p) => `${p}\0`).join(''));
+      // Back to the origin's version (or absence) of each path set aside, in the index only.
       await gitWithInput(
         { ...raw, env: { ...raw.env, GIT_LITERAL_PATHSPECS: '1' } },
-        ['reset', '-q', `--pathspec-from-file=${list}`, '--pathspec-file-nul'],
+        ['reset', '-q', `--pathspec-from-file=${list}`, '--pathspec-file-nul', originCommit],
         Buffer.alloc(0),
       );
       keptTree = (await tree.raw(['write-tree'])).trim();
@@ -299,20 +315,59 @@ async function changesFromPatch(
       from === to
         ? Promise.resolve('')
         : tree.raw(['diff-tree', '-p', '--binary', '--full-index', '--no-renames', from, to]);
+    const originTree = (await tree.raw(['rev-parse', `${originCommit}^{tree}`])).trim();
     return {
-      changes: applied,
+      ...described,
       split: {
-        kept: await render(baseCommit, keptTree),
+        kept: await render(originTree, keptTree),
         setAside: await render(keptTree, fullTree),
         setAsidePaths,
       },
     };
   } finally {
-    await tree.raw(['reset', '-q', '--hard', baseCommit]).catch(() => undefined);
+    await tree.raw(['reset', '-q', '--hard', originCommit]).catch(() => undefined);
     await tree.raw(['clean', '-q', '-f', '-d', '-x']).catch(() => undefined);
     await rm(file, { force: true });
     await rm(attributes, { force: true });
   }
+}
+
+/** git's reading of `from..to` (commits or trees): plumbing, no textconv, no renames. */
+async function describeChanges(
+  tree: SimpleGit,
+  raw: { dir: string; env: Record<string, string> },
+  from: string,
+  to: string,
+): Promise<AppliedChange[]> {
+  const diff = ['diff-tree', '-r', '-z', '--no-renames'];
+  const changes = parseRaw(await tree.raw([...diff, '--raw', '--no-abbrev', from, to]));
+  const numstat = parseNumstat(await tree.raw([...diff, '--numstat', from, to]));
+  const live = changes.filter((c) => c.newMode !== '000000' && c.newMode !== '160000');
+  const objects = await catFile(
+    raw,
+    '--batch-check',
+    live.map((c) => c.newBlob),
+  );
+  const links = await catFile(
+    raw,
+    '--batch',
+    live.filter((c) => c.newMode === '120000').map((c) => c.newBlob),
+  );
+  return changes.map((c) => {
+    const counts = numstat.get(c.path);
+    const change: AppliedChange = {
+      path: c.path,
+      oldMode: c.oldMode,
+      newMode: c.newMode,
+      status: c.status,
+      added: counts ? counts.added : 0,
+      removed: counts ? counts.removed : 0,
+      size: objects.get(c.newBlob)?.size ?? 0,
+    };
+    const link = c.newMode === '120000' ? links.get(c.newBlob)?.content : undefined;
+    if (link) change.linkTarget = link.toString('utf8');
+    return change;
+  });
 }
 
 interface RawEntry {
@@ -448,6 +503,26 @@ async function resolveRevision(
     if (fetched) return fetched;
   }
   throw new CloneError(`revision ${revision} not found in ${source.display}`);
+}
+
+/**
+ * A follow-up's origin: where `baseRevision` and the run's commit part (the commit the previous
+ * attempts started from, however far the base branch moved on since).
+ */
+async function mergeBase(
+  git: SimpleGit,
+  baseRevision: string,
+  baseCommit: string,
+  source: Source,
+  fail: (what: string, e: unknown) => never,
+): Promise<string> {
+  const base = await resolveRevision(git, baseRevision, source, fail).catch(() => {
+    throw new CloneError(`the diff base ${baseRevision} is not in the repository`);
+  });
+  const sha = (await git.raw(['merge-base', base, baseCommit]).catch(() => '')).trim();
+  if (!/^[0-9a-f]{40,64}$/.test(sha))
+    throw new CloneError(`the diff base ${baseRevision} shares no history with ${baseCommit}`);
+  return sha;
 }
 
 async function revParse(git: SimpleGit, revision: string): Promise<string | undefined> {

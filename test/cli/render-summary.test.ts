@@ -145,6 +145,16 @@ describe('renderSummary: the patch beyond its diff', () => {
     );
   });
 
+  it("says beside a follow-up's verdict which harness files the revisions changed since the base", () => {
+    const summary = renderSummary(
+      runResult({ followUpBase: { commit: 'b'.repeat(40), harnessFiles: ['conftest.py'] } }),
+    );
+    expect(summary).toContain(
+      `- After: pass (exit 0, 0.6s)\n- Not trusted: the revisions since the base revision \`${'b'.repeat(12)}\` change the test harness (\`conftest.py\`): "Before" and "After" ran the base revision's harness.`,
+    );
+    expect(renderSummary(runResult())).not.toContain('Not trusted');
+  });
+
   it('lists links, binaries, mode changes and .gitattributes, names escaped', () => {
     const summary = renderSummary(
       runResult({

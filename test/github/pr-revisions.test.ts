@@ -59,5 +59,35 @@ describe('renderRevision', () => {
     expect(text).toContain('| after |');
     expect(text).toContain('**Budgets**');
     expect(text).toContain('The run page: https://example.com/frognano/runs/x/trajectory');
+    expect(text).not.toContain('Not trusted');
+  });
+
+  it('says which harness files the revisions changed, and that the base revision judged them', () => {
+    const input = {
+      revision: 3,
+      commit: 'c'.repeat(40),
+      parent: 'p'.repeat(40),
+      requestedBy: 'Codertocat',
+      trigger: 'comment' as const,
+      feedback: 'more',
+      threads: [],
+    };
+    const text = renderRevision({
+      ...input,
+      result: runResult({
+        followUpBase: { commit: 'b'.repeat(40), harnessFiles: ['conftest.py', 'pkg/`x`.pth'] },
+      }),
+    });
+    const evidenceAt = text.indexOf('| after |');
+    const noteAt = text.indexOf(
+      `**Not trusted: the test harness.** The revisions of this pull request change \`conftest.py\`, \`\`pkg/\`x\`.pth\`\`. Before and after ran the harness as it was at the base revision \`${'b'.repeat(12)}\`; these files are reported, not trusted.`,
+    );
+    expect(noteAt).toBeGreaterThan(evidenceAt);
+    expect(evidenceAt).toBeGreaterThan(0);
+    const none = renderRevision({
+      ...input,
+      result: runResult({ followUpBase: { commit: 'b'.repeat(40), harnessFiles: [] } }),
+    });
+    expect(none).not.toContain('Not trusted');
   });
 });

@@ -136,6 +136,7 @@ interface First {
 async function firstAttempt(
   extraScript: ScriptStep[],
   mocks: (gh: GitHubMock) => void = (gh) => mockGitHub({}, gh),
+  firstRun: ScriptStep[] = FIRST_RUN,
 ): Promise<First> {
   const gh = newGitHubMock();
   mocks(gh);
@@ -144,7 +145,7 @@ async function firstAttempt(
   mockStatusComment(gh, 1);
   let prBody = '';
   mockPullRequest(gh, 1, 7, (body) => (prBody = String(body.body)));
-  harness = await startHarness({ script: [...FIRST_RUN, ...extraScript], gitHttp: gh });
+  harness = await startHarness({ script: [...firstRun, ...extraScript], gitHttp: gh });
   const payload = labeledPayload({
     sender: maintainer,
     issueTitle: 'add() subtracts instead of adding',
@@ -347,6 +348,54 @@ describe('follow-up on the draft pull request', () => {
     const calls = gh.calls.slice(callsBefore);
     expect(calls.length, calls.join('\n')).toBeLessThanOrEqual(REST_CALLS_PER_RUN);
     expect(review!.restCalls).toBeLessThanOrEqual(REST_CALLS_PER_RUN);
+  }, 180_000);
+});
+
+describe('follow-up evidence', () => {
+  it("a conftest.py the first attempt added does not decide the revision's verdict, and the PR says so", async () => {
+    // The first attempt "fixes" nothing: its conftest.py turns every failure into a pass.
+    const forgery: ScriptStep[] = [
+      toolCall('Write', {
+        file_path: 'conftest.py',
+        content: [
+          'import pytest',
+          '',
+          '',
+          '@pytest.hookimpl(hookwrapper=True)',
+          'def pytest_runtest_makereport(item, call):',
+          '    outcome = yield',
+          "    outcome.get_result().outcome = 'passed'",
+          '',
+        ].join('\n'),
+      }),
+      finalAnswer('Made the tests pass.'),
+    ];
+    const first = await firstAttempt(
+      [DOCSTRINGS[0]!, finalAnswer('Documented add().')],
+      undefined,
+      forgery,
+    );
+    expect(git('show', `${first.head}:conftest.py`)).toContain("'passed'");
+    const followUp = mockFollowUp(first);
+    const payload = pullCommentPayload({ sender: maintainer, body: '/frognano document add()' });
+    expect(await harness!.deliver('issue_comment', payload)).toBe(200);
+    await harness!.app.intake!.idle();
+    await harness!.app.workers!.idle();
+
+    const review = (await harness!.app.queue!.list()).find((r) => r.key.endsWith('#7'));
+    expect(review).toMatchObject({ state: 'done', outcome: 'revision' });
+    const body = followUp.patchedBodies.at(-1) ?? '';
+    const revision = body.slice(body.indexOf('### Revision 2 (latest)'));
+    expect(revision).toContain('### Revision 2 (latest)');
+    // add() still subtracts: with the base's harness, before and after fail.
+    expect(revision).toMatch(/\| before \| failed \(exit 1\) \| 1 \|/);
+    expect(revision).toMatch(/\| after \| failed \(exit 1\) \| 1 \|/);
+    expect(revision).toContain(
+      '**Not trusted: the test harness.** The revisions of this pull request change `conftest.py`. Before and after ran the harness as it was at the base revision',
+    );
+    expect(first.gh.statusBodies.at(-1)).toContain(
+      'before failed (exit 1) → after failed (exit 1)',
+    );
   }, 180_000);
 });
 

@@ -356,6 +356,82 @@ describe('changesFromPatch', () => {
   });
 });
 
+describe('a follow-up workspace', () => {
+  it('rests at the base revision; the patch applies at the head and splits from the base', async () => {
+    const { bare, commit } = makeRemote();
+    const origin = commit('calc.py', 'def add(a, b):\n    return a - b\n');
+    const work = path.join(temp('ws-fu-'), 'w');
+    git(path.dirname(work), 'clone', '-q', bare, work);
+    git(work, 'checkout', '-q', '-b', 'frognano/issue-1');
+    writeFileSync(path.join(work, 'calc.py'), 'def add(a, b):\n    return a + b\n');
+    writeFileSync(path.join(work, 'conftest.py'), 'forged = True\n');
+    git(work, 'add', '-A');
+    git(work, 'commit', '-q', '-m', 'revision 1');
+    git(work, 'push', '-q', 'origin', 'HEAD:frognano/issue-1');
+    const head = git(work, 'rev-parse', 'HEAD');
+    // The base branch moves on after the branch left it: the origin stays where it left.
+    commit('README.md', 'two\n');
+    const setAside = (p: string) => p === 'conftest.py';
+    const ws = await prepareWorkspace({
+      runId: 'follow-up',
+      repo: bare,
+      revision: 'frognano/issue-1',
+      baseRevision: 'main',
+      ...dirs(),
+    });
+    try {
+      expect(ws.baseCommit).toBe(head);
+      expect(ws.originCommit).toBe(origin);
+      expect(git(ws.treeDir, 'rev-parse', 'HEAD')).toBe(origin);
+      expect(existsSync(path.join(ws.treeDir, 'conftest.py'))).toBe(false);
+
+      const previous = await ws.previousChanges({ setAside });
+      expect(previous.changes).toEqual([]);
+      expect(previous.sinceOrigin!.map((c) => c.path)).toEqual(['calc.py', 'conftest.py']);
+      expect(previous.split!.kept).toContain('+    return a + b');
+      expect(previous.split!.kept).not.toContain('conftest.py');
+      expect(previous.split!.setAside).toContain('+forged = True');
+
+      // The agent's patch, written against the head.
+      writeFileSync(
+        path.join(work, 'calc.py'),
+        'def add(a, b):\n    """Return a + b."""\n    return a + b\n',
+      );
+      const patch = `${git(work, 'diff', '--binary')}\n`;
+      const applied = await ws.changesFromPatch(patch, { setAside });
+      expect(applied.changes.map((c) => c.path)).toEqual(['calc.py']);
+      expect(applied.sinceOrigin!.map((c) => c.path)).toEqual(['calc.py', 'conftest.py']);
+      const { kept, setAside: rest } = applied.split!;
+      expect(kept).toContain('-    return a - b');
+      expect(kept).toContain('+    """Return a + b."""');
+      expect(kept).not.toContain('conftest.py');
+      expect(rest).toContain('+forged = True');
+      // Both parts apply, in order, to the base revision.
+      const check = path.join(temp('ws-fu-check-'), 'c');
+      git(path.dirname(check), 'clone', '-q', bare, check);
+      git(check, 'checkout', '-q', '--detach', origin);
+      for (const part of [kept, rest])
+        execFileSync('git', ['apply', '--index', '-'], { cwd: check, input: part, env: GIT_ENV });
+      expect(readFileSync(path.join(check, 'calc.py'), 'utf8')).toBe(
+        readFileSync(path.join(work, 'calc.py'), 'utf8'),
+      );
+      expect(readFileSync(path.join(check, 'conftest.py'), 'utf8')).toBe('forged = True\n');
+      // The clone is back at the base revision, clean.
+      expect(git(ws.treeDir, 'rev-parse', 'HEAD')).toBe(origin);
+      expect(git(ws.treeDir, 'status', '--porcelain')).toBe('');
+    } finally {
+      await ws.dispose();
+    }
+  });
+
+  it('fails in one line for a diff base that is not in the repository', async () => {
+    const { bare } = makeRemote();
+    await expect(
+      prepareWorkspace({ runId: 'no-base', repo: bare, baseRevision: 'nope', ...dirs() }),
+    ).rejects.toThrow(new CloneError('the diff base nope is not in the repository'));
+  });
+});
+
 describe('credentials', () => {
   it('go only into the environment, scoped to the origin, never into argv or config', () => {
     const env = gitEnv(

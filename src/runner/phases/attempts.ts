@@ -15,6 +15,7 @@ import type { PatchFacts, PolicyViolation, RunRequest, TestResult } from '../run
 import type { AppliedPatch } from '../workspace.js';
 import { excludeUntracked } from './exclude-untracked.js';
 import type { Prepared } from './prepare.js';
+import { enterPrevious } from './previous-revisions.js';
 
 /** Sent with every model request of a run with several attempts; the body stays Leaf-exact. */
 export const ATTEMPT_HEADER = 'x-frognano-attempt';
@@ -38,6 +39,8 @@ export interface Attempt {
   agentTests?: TestResult;
   /** The attempt's own tests and harness changes on the ORIGINAL source (several attempts only). */
   ownTestsBefore?: TestResult;
+  /** A follow-up: harness files changed since the base revision, its patch included. */
+  harnessSinceOrigin?: string[];
   violations: PolicyViolation[];
 }
 
@@ -109,7 +112,14 @@ export async function runAttempts(
           }
           attempt.sandbox = sandbox;
           // Attempt 1's sandbox did this in verify-before; the copies were taken before it.
-          if (attempt.number > 1) await excludeUntracked(sandbox, run.signal, run.log);
+          if (attempt.number > 1) {
+            const entered = await enterPrevious(run, prepared.previous, sandbox, 'all');
+            if (entered) {
+              attempt.failure = entered;
+              return;
+            }
+            await excludeUntracked(sandbox, run.signal, run.log);
+          }
           await runAttempt(run, prepared, attempt, modelFor(attempt.number), attempts.length);
           if (!attempt.failure) ended?.(attempt);
         } catch (error) {

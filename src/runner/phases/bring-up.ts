@@ -1,4 +1,5 @@
-// Phase 2, setup: a sandbox with the ORIGINAL tree, set up, network cut. Used for the agent
+// Phase 2, setup: a sandbox with the ORIGINAL tree (a follow-up's base revision: no tree a
+// model wrote), set up, network cut. Used for the agent
 // (`timed`: its steps are the run's phases) and again, fresh, to verify each patch. A setup
 // snapshot replaces setup when one matches; a cold setup saves one for next time.
 import type Docker from 'dockerode';
@@ -124,7 +125,8 @@ async function startSandbox(
       setup: config.setup,
       network: config.network,
       manifestsHash: manifests.hash,
-      treeCommit: setupInstallsTree(config.setup) ? workspace.baseCommit : undefined,
+      // The origin: a follow-up's setup and snapshot are the base revision's, never the head's.
+      treeCommit: setupInstallsTree(config.setup) ? workspace.originCommit : undefined,
     });
     started.snapshot = { key, hitImage: await findSnapshot(docker, key).catch(() => undefined) };
   }

@@ -19,6 +19,7 @@ import {
 import type { RunContext, Failure } from '../run-context.js';
 import type { RunResult } from '../run-types.js';
 import { prepareWorkspace, type Workspace } from '../workspace.js';
+import { previousRevisions, type PreviousRevisions } from './previous-revisions.js';
 
 export type TestCommand = NonNullable<RunResult['testCommand']>;
 
@@ -41,6 +42,11 @@ export interface Prepared {
   setupNetwork: boolean;
   /** Setup snapshots are taken and used (Docker, there is setup, not disabled). */
   snapshotsOn: boolean;
+  /**
+   * A follow-up: what the previous revisions changed since the base revision. The workspace's
+   * tree (config, test command, setup, snapshot) is the base revision's; these come in later.
+   */
+  previous?: PreviousRevisions;
 }
 
 export async function prepare(run: RunContext): Promise<Prepared | Failure> {
@@ -54,6 +60,7 @@ export async function prepare(run: RunContext): Promise<Prepared | Failure> {
         runId: request.runId,
         repo: request.repo,
         revision: request.revision,
+        ...(request.followUp ? { baseRevision: request.followUp.diffBase } : {}),
         getCredential: request.getCredential,
         cacheDir: run.cacheDir,
         workRoot: run.workRoot,
@@ -100,6 +107,15 @@ export async function prepare(run: RunContext): Promise<Prepared | Failure> {
 
   const test = await testCommand(workspace.treeDir, config);
   if (test) result.testCommand = test;
+  let previous: PreviousRevisions | undefined;
+  if (request.followUp) {
+    try {
+      previous = await previousRevisions(workspace, test?.command);
+    } catch (error) {
+      return { outcome: 'clone_failed', error: errorText(error) };
+    }
+    result.followUpBase = { commit: previous.origin, harnessFiles: previous.harnessFiles };
+  }
 
   const image =
     request.overrides?.image ??
@@ -120,6 +136,7 @@ export async function prepare(run: RunContext): Promise<Prepared | Failure> {
     setupNetwork: config.network === 'setup' && config.setup.length > 0,
     snapshotsOn:
       request.sandbox === 'docker' && config.setup.length > 0 && deps.snapshots?.enabled !== false,
+    ...(previous ? { previous } : {}),
   };
 }
 

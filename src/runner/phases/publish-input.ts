@@ -59,6 +59,8 @@ export async function publishInput(
   if (winner.verifyAfter) result.verifyAfter = winner.verifyAfter;
   if (winner.agentTests) result.agentTests = winner.agentTests;
   if (winner.patchFacts) result.patchFacts = winner.patchFacts;
+  if (result.followUpBase && winner.harnessSinceOrigin)
+    result.followUpBase = { ...result.followUpBase, harnessFiles: winner.harnessSinceOrigin };
   result.violations = winner.violations;
   if (!rankings) return result;
   result.selectedAttempt = winner.number;

@@ -1,11 +1,14 @@
 // Phase 3, verify-before: the test command on the original tree, set up. A command that
-// cannot even start stops the run here: it would waste the whole agent run on the GPU.
+// cannot even start stops the run here: it would waste the whole agent run on the GPU. A
+// follow-up's previous revisions come in here (previous-revisions.ts): their source before
+// the test, their tests and harness after it.
 import type { Sandbox } from '../../leaf/sandbox.js';
 import { shortCommand } from '../command-output.js';
 import type { Failure, RunContext } from '../run-context.js';
 import type { TestResult } from '../run-types.js';
 import { excludeUntracked } from './exclude-untracked.js';
 import type { Prepared } from './prepare.js';
+import { enterPrevious } from './previous-revisions.js';
 import { runTest } from './run-test.js';
 
 export async function verifyBefore(
@@ -13,7 +16,9 @@ export async function verifyBefore(
   prepared: Prepared,
   sandbox: Sandbox,
 ): Promise<Failure | undefined> {
-  const { test } = prepared;
+  const { test, previous } = prepared;
+  const source = await enterPrevious(run, previous, sandbox, 'source');
+  if (source) return source;
   if (test) {
     const before = await run.phase('verify-before', () =>
       runTest(sandbox, test, 'verify-before', {
@@ -32,6 +37,8 @@ export async function verifyBefore(
     }
   }
   if (run.signal.aborted) return { outcome: 'cancelled', error: 'the run was cancelled' };
+  const rest = await enterPrevious(run, previous, sandbox, 'rest');
+  if (rest) return rest;
   await excludeUntracked(sandbox, run.signal, run.log);
   return undefined;
 }

@@ -5,9 +5,9 @@
 // and harness; the agent's tests and harness changes then run on top, reported as its own
 // evidence. Then the policy checks, on the patch text and on what git makes of it.
 import type { Sandbox } from '../../leaf/sandbox.js';
-import { SANDBOX_GIT, combined, errorText, tail } from '../command-output.js';
+import { errorText } from '../command-output.js';
 import { hostTreeTurn } from '../host-tree-turn.js';
-import { isHarnessChange, isTestFile, patchFacts } from '../patch-facts.js';
+import { patchFacts } from '../patch-facts.js';
 import { DEFAULT_MAX_PATCH_BYTES, checkAppliedChanges, checkPatch } from '../patch-policy.js';
 import type { Failure, RunContext } from '../run-context.js';
 import type { PolicyViolation } from '../run-types.js';
@@ -15,7 +15,9 @@ import type { AppliedPatch } from '../workspace.js';
 import type { Attempt } from './attempts.js';
 import { bringUp } from './bring-up.js';
 import type { Prepared, TestCommand } from './prepare.js';
+import { verdictSetsAside } from './previous-revisions.js';
 import { runTest } from './run-test.js';
+import { sandboxGitApply as gitApply } from './sandbox-git-apply.js';
 
 /**
  * Verification of every attempt that has a patch. With several attempts each one starts as
@@ -150,23 +152,10 @@ async function verifyPatch(
   }
 }
 
-async function gitApply(
-  run: RunContext,
-  sandbox: Sandbox,
-  text: string,
-  reverse = false,
-): Promise<string | undefined> {
-  if (text === '') return undefined;
-  const done = await sandbox.exec(
-    `${SANDBOX_GIT} apply ${reverse ? '-R ' : ''}--whitespace=nowarn -`,
-    { stdin: text, timeoutMs: 120_000, signal: run.signal },
-  );
-  return done.exitCode === 0 ? undefined : tail(combined(done).trim(), 300);
-}
-
 /**
  * git's reading of the patch on the host's clean clone, once per attempt: the policy checks
- * it, the evidence splits on it (the repository's own tests and harness for the verdict).
+ * it, the evidence splits on it (the repository's own tests and harness for the verdict; for
+ * a follow-up, as at the base revision: the previous revisions' harness is set aside too).
  */
 export function analyzePatch(
   run: RunContext,
@@ -183,10 +172,14 @@ export function analyzePatch(
     try {
       const applied = await hostTreeTurn(workspace, () =>
         workspace.changesFromPatch(patch, {
-          setAside: (p, c) => isHarnessChange(c, test?.command) || isTestFile(p),
+          setAside: (_, c) => verdictSetsAside(c, test?.command),
         }),
       );
       attempt.patchFacts = patchFacts(applied.changes, test?.command);
+      if (prepared.previous) {
+        const whole = applied.sinceOrigin ?? applied.changes;
+        attempt.harnessSinceOrigin = patchFacts(whole, test?.command).harnessFiles;
+      }
       attempt.filesChanged = applied.changes.map((c) => c.path);
       return { applied };
     } catch (error) {
