@@ -98,6 +98,20 @@ describeDocker('frognano doctor', () => {
     expect(code).toBe(1);
   });
 
+  it('names a key OpenSSL cannot read in the configuration line, and does not ask GitHub', async () => {
+    const lines = github.privateKey.split('\n');
+    const damaged = [...lines.slice(0, 3), ...lines.slice(5)].join('\\n');
+    const { code, lines: out } = await doctor({ ...healthyEnv(), PRIVATE_KEY: `"${damaged}"` });
+    expect(lineFor(out, 'configuration')).toMatch(
+      /^✗ configuration: PRIVATE_KEY is not a PEM key: OpenSSL cannot decode it \(.+\): copy the \.pem file again, or generate a new private key in the App settings → fix: correct these variables in \.env \(see \.env\.example\)$/,
+    );
+    expect(lineFor(out, 'GitHub App')).toBe(
+      '- GitHub App: not checked (the configuration check failed)',
+    );
+    expect(github.requests).toEqual([]);
+    expect(code).toBe(1);
+  });
+
   it('says when no credentials are set', async () => {
     const env = healthyEnv();
     delete env.APP_ID;
