@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { doctorCommand } from '../../src/commands/doctor.js';
+import { RunQueue } from '../../src/queue/queue.js';
 import { DEFAULT_SANDBOX_IMAGE } from '../../src/sandbox/docker-sandbox.js';
 import {
   startScriptedModelServer,
@@ -69,6 +70,8 @@ const lineFor = (lines: string[], check: string) =>
 
 describeDocker('frognano doctor', () => {
   it('passes every check when all is in order, one ✓ line each', async () => {
+    // The data directory and queue of an App that has started (a fresh one: cli-errors.test.ts).
+    RunQueue.open({ dataDir: path.join(work, 'data'), concurrency: 1 }).close();
     const { code, lines } = await doctor(healthyEnv());
     expect(lines).toEqual([
       '✓ configuration: every variable is valid',
@@ -120,6 +123,18 @@ describeDocker('frognano doctor', () => {
     expect(lineFor(lines, 'GitHub App')).toMatch(
       /^✗ GitHub App: APP_ID, PRIVATE_KEY \(or PRIVATE_KEY_PATH\) and WEBHOOK_SECRET are not set → fix: run `npm start` once to register the App/,
     );
+    expect(code).toBe(1);
+  });
+
+  it('says how to provide credentials where the registration flow is off (NODE_ENV=production, the image)', async () => {
+    const env = { ...healthyEnv(), NODE_ENV: 'production' as const };
+    delete env.APP_ID;
+    delete env.PRIVATE_KEY;
+    const { code, lines } = await doctor(env);
+    expect(lineFor(lines, 'GitHub App')).toBe(
+      '✗ GitHub App: APP_ID, PRIVATE_KEY (or PRIVATE_KEY_PATH) and WEBHOOK_SECRET are not set → fix: NODE_ENV=production turns the registration flow off: register the App once elsewhere (`npm start` without NODE_ENV writes them to .env) or create it by hand, then pass APP_ID, PRIVATE_KEY and WEBHOOK_SECRET in (e.g. `docker run --env-file .env`)',
+    );
+    expect(lineFor(lines, 'GitHub App')).not.toContain('run `npm start` once to register');
     expect(code).toBe(1);
   });
 
