@@ -33,6 +33,7 @@ WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json app.yml ./
+COPY bin/healthcheck.js ./bin/
 # The sandbox image's recipe: a start on an engine without the image builds it from here.
 COPY sandbox ./sandbox
 RUN mkdir -p /data && chown node:node /data
@@ -46,5 +47,9 @@ ENV NODE_ENV=production \
     DOCKER_HOST=unix:///var/run/docker.sock
 VOLUME ["/data"]
 EXPOSE 3000
+# GET /ping answers PONG on PORT (start, serve) or FROGNANO_METRICS_PORT (worker). The start
+# period covers a first start that builds the sandbox image before it listens.
+HEALTHCHECK --interval=30s --timeout=10s --start-period=10m --retries=3 \
+  CMD ["node", "bin/healthcheck.js"]
 ENTRYPOINT ["/usr/bin/tini", "--"]
 CMD ["node", "dist/cli.js", "start"]

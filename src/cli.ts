@@ -157,6 +157,18 @@ runs
     );
   });
 
+// A reader that leaves early (`frognano doctor | head -1`) closes the pipe: the rest of the output
+// goes nowhere, and the command finishes as it would have (its exit code stands).
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') return;
+    process.exitCode = 1;
+    if (stream === process.stdout) {
+      process.stderr.write(`frognano: cannot write the output (${error.code ?? error.message})\n`);
+    }
+  });
+}
+
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
@@ -170,12 +182,24 @@ try {
     // A model server's answer (e.g. the models it serves) can be part of the message.
     process.stderr.write(`frognano: ${terminalText(error.message)}\n`);
     // Another process owns the data directory or the port: a refusal to start, not bad usage.
-    if (error.name === 'DataDirBusyError' || isPortInUse(error)) process.exitCode = 1;
+    if (['DataDirBusyError', 'MetricsPortError'].includes(error.name) || isPortInUse(error)) {
+      process.exitCode = 1;
+    }
   } else {
-    process.stderr.write(
-      `frognano: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-    );
+    process.stderr.write(`frognano: ${unexpected(error)}\n`);
   }
+}
+
+/**
+ * A bug or an unforeseen failure: still one line, its first; the stack trace on request (a
+ * report needs it, an operator reading the terminal does not).
+ */
+function unexpected(error: unknown): string {
+  const wantsStack = ['debug', 'trace'].includes(process.env.LOG_LEVEL ?? '');
+  if (error instanceof Error && wantsStack) return error.stack ?? error.message;
+  const message = error instanceof Error ? error.message || error.name : String(error);
+  const first = message.split('\n')[0];
+  return `${terminalText(first ?? '')} (unexpected: LOG_LEVEL=debug shows the stack trace)`;
 }
 
 /** Probot's listen error, whose message already says which port and what to do. */
@@ -187,6 +211,8 @@ function isPortInUse(error: Error): boolean {
 function isOneLineFailure(error: Error): boolean {
   if (isPortInUse(error)) return true;
   return [
+    'MetricsPortError',
+    'QueueSchemaError',
     'DockerUnavailableError',
     'ModelEndpointError',
     'RepoConfigError',

@@ -41,6 +41,9 @@ const RepoConfigCapsEnv = z.object({
   ).optional(),
 });
 
+/** pino's levels; src/log.ts refuses any other with the same line. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
 export const ProcessConfig = z.object({
   FROGNANO_MODEL_URL: httpUrl.prefault('http://localhost:8000/v1'),
   FROGNANO_MODEL: z
@@ -78,9 +81,7 @@ export const ProcessConfig = z.object({
     (n) => Number.isInteger(n) && n >= 0 && n <= 65535,
   ).prefault('9464'),
   LOG_LEVEL: z
-    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
-      message: 'must be one of fatal, error, warn, info, debug, trace, silent',
-    })
+    .enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` })
     .prefault('info'),
 });
 export type ProcessConfig = z.infer<typeof ProcessConfig>;

@@ -1,6 +1,7 @@
 // One pino logger for the process: fixed messages plus an object, secrets redacted.
 import pino, { type Logger } from 'pino';
 import pretty from 'pino-pretty';
+import { ConfigError, LOG_LEVELS } from './config.js';
 import { redactSecrets } from './redact.js';
 
 export type { Logger };
@@ -71,6 +72,18 @@ export function capLogLine(line: string): string {
   })}\n`;
 }
 
+/**
+ * The level to log at (unset or empty: info). An unknown one is the operator's mistake, said in
+ * the line config.ts uses for it, not pino's stack trace (this runs when a command loads).
+ */
+function logLevel(raw: string | undefined): string {
+  if (raw === undefined || raw === '') return 'info';
+  if ((LOG_LEVELS as readonly string[]).includes(raw)) return raw;
+  throw new ConfigError([
+    `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(raw)})`,
+  ]);
+}
+
 export function createLogger(
   options: {
     level?: string;
@@ -84,7 +97,7 @@ export function createLogger(
   const readable = options.pretty ?? (options.destination === undefined && process.stderr.isTTY);
   return pino(
     {
-      level: options.level ?? process.env.LOG_LEVEL ?? 'info',
+      level: logLevel(options.level ?? process.env.LOG_LEVEL),
       redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
       serializers: { err: serializeError },
       // Registered secrets can hide inside any string (an error message, a URL). Cut first:

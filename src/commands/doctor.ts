@@ -1,7 +1,7 @@
 // `frognano doctor`, and the checks `npm start` runs before it says "started": each check is one
 // line, ✓ with what was found, or ✗ with what is wrong and how to fix it.
 import { constants, existsSync, statSync } from 'node:fs';
-import { access, mkdir, rm, writeFile } from 'node:fs/promises';
+import { access, open } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { Probot, ProbotOctokit } from 'probot';
@@ -101,7 +101,10 @@ const githubApp: Check = {
     if (!app.credentials) {
       return fail(
         'APP_ID, PRIVATE_KEY (or PRIVATE_KEY_PATH) and WEBHOOK_SECRET are not set',
-        'run `npm start` once to register the App (it writes them to .env), or set them from the App settings',
+        // As in the Docker image: Probot serves no registration flow in production.
+        context.env.NODE_ENV === 'production'
+          ? 'NODE_ENV=production turns the registration flow off: register the App once elsewhere (`npm start` without NODE_ENV writes them to .env) or create it by hand, then pass APP_ID, PRIVATE_KEY and WEBHOOK_SECRET in (e.g. `docker run --env-file .env`)'
+          : 'run `npm start` once to register the App (it writes them to .env), or set them from the App settings',
       );
     }
     // No retries: the doctor answers in seconds, and says what is wrong on the first failure.
@@ -245,12 +248,18 @@ const dataDirectory: Check = {
   async run(context) {
     const dir = context.app?.dataDir;
     if (!dir) return fail('not checked', 'the configuration check failed', 'skipped');
-    const probe = join(dir, `.doctor-${process.pid}`);
+    // Read-only: the doctor says whether a start could write here, and creates nothing.
+    const existing = nearestExisting(dir);
     try {
-      await mkdir(dir, { recursive: true });
-      await writeFile(probe, 'ok');
-      await rm(probe, { force: true });
-      return { ok: true, detail: `${dir} is writable` };
+      if (!existing.isDirectory) throw Object.assign(new Error('ENOTDIR'), { code: 'ENOTDIR' });
+      await access(existing.path, constants.W_OK);
+      return {
+        ok: true,
+        detail:
+          existing.path === dir
+            ? `${dir} is writable`
+            : `${dir} does not exist yet: the first start creates it (${existing.path} is writable)`,
+      };
     } catch (error) {
       context.dataDirWritable = false;
       const code = (error as NodeJS.ErrnoException).code;
@@ -264,6 +273,18 @@ const dataDirectory: Check = {
     }
   },
 };
+
+/** `dir` itself when it exists, else its nearest ancestor that does. */
+function nearestExisting(dir: string): { path: string; isDirectory: boolean } {
+  for (let at = dir; ; at = dirname(at)) {
+    try {
+      return { path: at, isDirectory: statSync(at).isDirectory() };
+    } catch {
+      // Missing, or under a file (ENOTDIR): keep walking up.
+    }
+    if (at === dirname(at)) return { path: at, isDirectory: true };
+  }
+}
 
 /**
  * Queue backends, by name: each brings its own reachability check. The SQLite file in the
@@ -279,13 +300,20 @@ export const queueBackendChecks: Record<string, (context: CheckContext) => Promi
     }
     const file = join(dir, 'frognano.sqlite');
     try {
-      // Opened directly, not as a RunQueue: the doctor must not take over a running App's queue.
+      // The driver loads (a native module), without opening, let alone creating, the file.
+      new Database(':memory:').close();
+      if (!existsSync(file)) {
+        return {
+          ok: true,
+          detail: `SQLite ${file} does not exist yet: the first start creates it`,
+        };
+      }
       await access(dir, constants.W_OK);
-      const db = new Database(file, { timeout: 5000 });
-      try {
-        db.prepare('SELECT 1').get();
-      } finally {
-        db.close();
+      // Its header, read as bytes: an SQLite connection would leave -wal/-shm files behind, and
+      // must not take over a running App's queue.
+      const header = await readHeader(file);
+      if (!header.subarray(0, 16).equals(Buffer.from('SQLite format 3\0', 'latin1'))) {
+        throw new Error('file is not a database');
       }
       return { ok: true, detail: `SQLite ${file} opens` };
     } catch (error) {
@@ -339,6 +367,16 @@ export const queueBackendChecks: Record<string, (context: CheckContext) => Promi
     }
   },
 };
+
+async function readHeader(file: string): Promise<Buffer> {
+  const handle = await open(file, 'r');
+  try {
+    const { buffer, bytesRead } = await handle.read(Buffer.alloc(100), 0, 100, 0);
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
+  }
+}
 
 function parseInfo(text: string): Record<string, string> {
   return Object.fromEntries(

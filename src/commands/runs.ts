@@ -48,15 +48,27 @@ async function openListing(io: RunsIo) {
 
 /** The queue the App uses: Redis with FROGNANO_REDIS_URL (no worker of its own), else SQLite. */
 async function openRunsQueue(env: NodeJS.ProcessEnv, dataDir: string): Promise<Queue<IssueJob>> {
-  if (!loadQueueConfig(env).FROGNANO_REDIS_URL) {
-    const file = path.join(dataDir, 'frognano.sqlite');
-    if (!existsSync(file)) {
-      throw new UsageError(
-        `no run queue at ${file}: the App has not run with this FROGNANO_DATA_DIR (set it to the App's data directory)`,
-      );
-    }
+  const file = path.join(dataDir, 'frognano.sqlite');
+  if (!loadQueueConfig(env).FROGNANO_REDIS_URL && !existsSync(file)) {
+    throw new UsageError(
+      `no run queue at ${file}: the App has not run with this FROGNANO_DATA_DIR (set it to the App's data directory)`,
+    );
   }
-  return openQueue<IssueJob>({ env, dataDir, concurrency: 1, worker: false });
+  try {
+    // A listing writes nothing: the App migrates and prunes its own queue.
+    return await openQueue<IssueJob>({
+      env,
+      dataDir,
+      concurrency: 1,
+      worker: false,
+      readOnly: true,
+    });
+  } catch (error) {
+    if (!(error instanceof Error) || error.name !== 'SqliteError') throw error;
+    throw new UsageError(
+      `cannot read the run queue ${file} (${error.message}): set FROGNANO_DATA_DIR to the App's data directory`,
+    );
+  }
 }
 
 /** The queue (running, queued) and the most recent runs, newest first. */

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { parseEnv } from '../config.js';
+import { checkPem, readPrivateKey } from './private-key.js';
 
 const positiveInt = (what: string) =>
   z
@@ -140,27 +141,17 @@ export function loadAppConfig(
   const gheBase = e.GHE_HOST ? `${e.GHE_PROTOCOL}://${e.GHE_HOST}` : undefined;
 
   let privateKey: string | undefined;
-  let keyFile: string | undefined;
-  if (e.PRIVATE_KEY) privateKey = decodePrivateKey(e.PRIVATE_KEY);
-  else if (e.PRIVATE_KEY_PATH) {
+  if (e.PRIVATE_KEY) {
+    const key = readPrivateKey(e.PRIVATE_KEY, cwd);
+    if ('pem' in key) privateKey = key.pem;
+    else problems.push(`PRIVATE_KEY is not a PEM key: ${key.problem}`);
+  } else if (e.PRIVATE_KEY_PATH) {
     const path = isAbsolute(e.PRIVATE_KEY_PATH)
       ? e.PRIVATE_KEY_PATH
       : resolve(cwd, e.PRIVATE_KEY_PATH);
-    keyFile = path;
-    try {
-      privateKey = readFileSync(path, 'utf8');
-    } catch {
-      problems.push(
-        `PRIVATE_KEY_PATH must name a readable .pem file (got ${JSON.stringify(path)})`,
-      );
-    }
-  }
-  if (privateKey !== undefined && !/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(privateKey)) {
-    problems.push(
-      keyFile === undefined
-        ? 'PRIVATE_KEY must be a PEM private key (or its base64 encoding)'
-        : `PRIVATE_KEY_PATH must name a PEM private key file (${JSON.stringify(keyFile)} holds none)`,
-    );
+    const key = readKeyFile(path);
+    if ('pem' in key) privateKey = key.pem;
+    else problems.push(key.problem);
   }
   let credentials: AppConfig['credentials'];
   if (e.APP_ID !== undefined && privateKey !== undefined) {
@@ -198,10 +189,24 @@ export function loadAppConfig(
   };
 }
 
-// Hosting platforms mangle multi-line variables: accept literal "\n" escapes and base64.
-function decodePrivateKey(raw: string): string {
-  const trimmed = raw.trim();
-  if (trimmed.includes('-----BEGIN')) return trimmed.replace(/\\n/g, '\n');
-  const decoded = Buffer.from(trimmed, 'base64').toString('utf8');
-  return decoded.includes('-----BEGIN') ? decoded : trimmed;
+/** The key in the file at `path`, or the line that says why not. */
+function readKeyFile(path: string): { pem: string } | { problem: string } {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return {
+      problem: `PRIVATE_KEY_PATH must name a readable .pem file (got ${JSON.stringify(path)})`,
+    };
+  }
+  const file = JSON.stringify(path);
+  if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(text)) {
+    return { problem: `PRIVATE_KEY_PATH must name a PEM private key file (${file} holds none)` };
+  }
+  const key = checkPem(text);
+  return 'pem' in key
+    ? key
+    : {
+        problem: `PRIVATE_KEY_PATH must name a PEM private key file (${file} is not a PEM key: ${key.problem})`,
+      };
 }

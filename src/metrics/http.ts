@@ -20,6 +20,21 @@ export function metricsHandler(metrics: Metrics, log?: Logger) {
   };
 }
 
+/** The worker's metrics port cannot be had: the one line says which variable picks another. */
+export class MetricsPortError extends Error {
+  constructor(port: number, cause: NodeJS.ErrnoException) {
+    const why =
+      cause.code === 'EADDRINUSE'
+        ? 'EADDRINUSE: another process, perhaps another frognano worker, listens there'
+        : (cause.code ?? cause.message);
+    super(
+      `cannot serve metrics on port ${port} (${why}): set FROGNANO_METRICS_PORT to a free port (one per worker on a host), or 0 to turn the metrics server off`,
+      { cause },
+    );
+    this.name = 'MetricsPortError';
+  }
+}
+
 export interface MetricsServer {
   url: string;
   close(): Promise<void>;
@@ -44,11 +59,7 @@ export async function startMetricsServer(
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) =>
-      reject(
-        new Error(
-          `cannot serve metrics on port ${options.port} (${error.code ?? error.message}): set FROGNANO_METRICS_PORT to a free port, or 0 to turn the metrics server off`,
-        ),
-      ),
+      reject(new MetricsPortError(options.port, error)),
     );
     server.listen(options.port, options.host, resolve);
   });

@@ -47,6 +47,8 @@ export interface OpenQueueOptions {
   replayWindowMs?: number;
   /** This process claims runs (bullmq opens a BullMQ worker and its stalled-run check). */
   worker: boolean;
+  /** sqlite: a listing that leaves the file as it is (it must exist). */
+  readOnly?: boolean;
 }
 
 export async function openQueue<J>(options: OpenQueueOptions): Promise<Queue<J>> {
@@ -56,6 +58,7 @@ export async function openQueue<J>(options: OpenQueueOptions): Promise<Queue<J>>
       dataDir: options.dataDir,
       concurrency: options.concurrency,
       replayWindowMs: options.replayWindowMs,
+      readOnly: options.readOnly,
     });
   }
   return RedisQueue.open<J>({

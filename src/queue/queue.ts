@@ -54,6 +54,11 @@ export interface QueueOptions {
   maxAttempts?: number;
   /** A delivery whose raw body was seen within this window is a replay (default 7 days). */
   replayWindowMs?: number;
+  /**
+   * For listings (`frognano runs`): open an existing file read-only, and leave it as it is (no
+   * directory made, no migration, no pruning). Writes then fail.
+   */
+  readOnly?: boolean;
 }
 
 /** What `admit` made of a delivery. */
@@ -133,6 +138,11 @@ const DAY_MS = 24 * 3600 * 1000;
 const DELIVERY_RETENTION_MS = 14 * DAY_MS;
 export const DEFAULT_REPLAY_WINDOW_MS = 7 * DAY_MS;
 
+/** The file's schema is not this version's: the message says what to do (one line). */
+export class QueueSchemaError extends Error {
+  override name = 'QueueSchemaError';
+}
+
 export class RunQueue<J = unknown> {
   readonly path: string;
   readonly concurrency: number;
@@ -141,11 +151,17 @@ export class RunQueue<J = unknown> {
   readonly #db: Database.Database;
 
   private constructor(options: QueueOptions) {
-    mkdirSync(options.dataDir, { recursive: true });
     this.path = join(options.dataDir, 'frognano.sqlite');
     this.concurrency = options.concurrency;
     this.maxAttempts = options.maxAttempts ?? 2;
     this.replayWindowMs = options.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS;
+    if (options.readOnly) {
+      this.#db = new Database(this.path, { readonly: true, fileMustExist: true });
+      this.#db.pragma('busy_timeout = 5000');
+      this.#checkReadable();
+      return;
+    }
+    mkdirSync(options.dataDir, { recursive: true });
     this.#db = new Database(this.path);
     try {
       this.#db.pragma('journal_mode = WAL');
@@ -164,7 +180,7 @@ export class RunQueue<J = unknown> {
     const tx = this.#db.transaction(() => {
       const from = this.schemaVersion();
       if (from > SCHEMA_VERSION) {
-        throw new Error(
+        throw new QueueSchemaError(
           `${this.path} has schema version ${from}, newer than this frognano-bot understands (${SCHEMA_VERSION}): upgrade frognano-bot or point FROGNANO_DATA_DIR elsewhere`,
         );
       }
@@ -177,6 +193,18 @@ export class RunQueue<J = unknown> {
     });
     // IMMEDIATE: a serve and a worker process starting together must not both migrate.
     tx.immediate();
+  }
+
+  /** A read-only reader cannot migrate: it reads only the schema it knows. */
+  #checkReadable(): void {
+    const version = this.schemaVersion();
+    if (version === SCHEMA_VERSION) return;
+    this.#db.close();
+    throw new QueueSchemaError(
+      version > SCHEMA_VERSION
+        ? `${this.path} has schema version ${version}, newer than this frognano-bot understands (${SCHEMA_VERSION}): upgrade frognano-bot or point FROGNANO_DATA_DIR elsewhere`
+        : `${this.path} has schema version ${version}, older than this frognano-bot's (${SCHEMA_VERSION}): start the App once to migrate it, then list again`,
+    );
   }
 
   schemaVersion(): number {

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { doctorCommand } from '../../src/commands/doctor.js';
+import { RunQueue } from '../../src/queue/queue.js';
 import { DEFAULT_SANDBOX_IMAGE } from '../../src/sandbox/docker-sandbox.js';
 import {
   startScriptedModelServer,
@@ -69,6 +70,8 @@ const lineFor = (lines: string[], check: string) =>
 
 describeDocker('frognano doctor', () => {
   it('passes every check when all is in order, one ✓ line each', async () => {
+    // The data directory and queue of an App that has started (a fresh one: cli-errors.test.ts).
+    RunQueue.open({ dataDir: path.join(work, 'data'), concurrency: 1 }).close();
     const { code, lines } = await doctor(healthyEnv());
     expect(lines).toEqual([
       '✓ configuration: every variable is valid',
@@ -98,6 +101,20 @@ describeDocker('frognano doctor', () => {
     expect(code).toBe(1);
   });
 
+  it('names a key OpenSSL cannot read in the configuration line, and does not ask GitHub', async () => {
+    const lines = github.privateKey.split('\n');
+    const damaged = [...lines.slice(0, 3), ...lines.slice(5)].join('\\n');
+    const { code, lines: out } = await doctor({ ...healthyEnv(), PRIVATE_KEY: `"${damaged}"` });
+    expect(lineFor(out, 'configuration')).toMatch(
+      /^✗ configuration: PRIVATE_KEY is not a PEM key: OpenSSL cannot decode it \(.+\): copy the \.pem file again, or generate a new private key in the App settings → fix: correct these variables in \.env \(see \.env\.example\)$/,
+    );
+    expect(lineFor(out, 'GitHub App')).toBe(
+      '- GitHub App: not checked (the configuration check failed)',
+    );
+    expect(github.requests).toEqual([]);
+    expect(code).toBe(1);
+  });
+
   it('says when no credentials are set', async () => {
     const env = healthyEnv();
     delete env.APP_ID;
@@ -106,6 +123,18 @@ describeDocker('frognano doctor', () => {
     expect(lineFor(lines, 'GitHub App')).toMatch(
       /^✗ GitHub App: APP_ID, PRIVATE_KEY \(or PRIVATE_KEY_PATH\) and WEBHOOK_SECRET are not set → fix: run `npm start` once to register the App/,
     );
+    expect(code).toBe(1);
+  });
+
+  it('says how to provide credentials where the registration flow is off (NODE_ENV=production, the image)', async () => {
+    const env = { ...healthyEnv(), NODE_ENV: 'production' as const };
+    delete env.APP_ID;
+    delete env.PRIVATE_KEY;
+    const { code, lines } = await doctor(env);
+    expect(lineFor(lines, 'GitHub App')).toBe(
+      '✗ GitHub App: APP_ID, PRIVATE_KEY (or PRIVATE_KEY_PATH) and WEBHOOK_SECRET are not set → fix: NODE_ENV=production turns the registration flow off: register the App once elsewhere (`npm start` without NODE_ENV writes them to .env) or create it by hand, then pass APP_ID, PRIVATE_KEY and WEBHOOK_SECRET in (e.g. `docker run --env-file .env`)',
+    );
+    expect(lineFor(lines, 'GitHub App')).not.toContain('run `npm start` once to register');
     expect(code).toBe(1);
   });
 

@@ -1,6 +1,7 @@
 // A fake GitHub API on a real socket for the App-level calls the doctor and `npm start` make:
 // it verifies the App JWT's RS256 signature against the App's public key (Probot's real auth
-// signs it), and answers GET /app and GET /app/hook/config. Anything else is a 404 it records.
+// signs it), and answers GET /app and GET /app/hook/config, plus the registration flow's code
+// conversion (POST /app-manifests/<code>/conversions). Anything else is a 404 it records.
 import { createPublicKey, generateKeyPairSync, verify } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -54,9 +55,23 @@ export async function startFakeGitHubApp(
     res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 
   const server = createServer((req, res) => {
-    const path = (req.url ?? '').split('?')[0] ?? '';
+    // GitHub Enterprise Server's layout (GHE_HOST): the same API under /api/v3.
+    const path = ((req.url ?? '').split('?')[0] ?? '').replace(/^\/api\/v3(?=\/)/, '');
     requests.push(`${req.method} ${path}`);
-    if (!validJwt(req)) {
+    // The registration flow's last step: GitHub's redirect hands Probot a one-time code, which it
+    // converts (no auth) into the new App's credentials.
+    const conversion = /^\/app-manifests\/([^/]+)\/conversions$/.exec(path);
+    if (req.method === 'POST' && conversion) {
+      send(res, 201, {
+        id: appId,
+        slug: 'frognano-test',
+        client_id: 'Iv1.fake',
+        client_secret: 'fake-client-secret',
+        webhook_secret: 'fake-webhook-secret',
+        pem: privateKey,
+        html_url: 'https://github.com/apps/frognano-test',
+      });
+    } else if (!validJwt(req)) {
       send(res, 401, { message: 'A JSON web token could not be decoded' });
     } else if (req.method === 'GET' && path === '/app') {
       send(res, 200, { id: appId, slug: 'frognano-test', name: 'frognano test' });

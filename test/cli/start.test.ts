@@ -1,6 +1,6 @@
 // `npm start` as an operator runs it: it builds, runs compiled JavaScript with node (no tsx),
 // and a SIGTERM to the process it started stops the App.
-import { spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -11,6 +11,8 @@ import {
   startScriptedModelServer,
   type ScriptedModelServer,
 } from '../support/scripted-model-server.js';
+import { DEFAULT_SANDBOX_IMAGE } from '../../src/sandbox/docker-sandbox.js';
+import { describeDocker } from '../support/docker-engine.js';
 import { startFakeGitHubApp, type FakeGitHubApp } from './fake-github-app.js';
 
 let github: FakeGitHubApp;
@@ -222,6 +224,114 @@ describe('frognano start on a port already in use', () => {
       taken.close();
     }
   }, 60_000);
+});
+
+describeDocker('the .env the registration flow writes, passed by `docker run --env-file`', () => {
+  it('keeps its quotes and \\n there, and doctor and start still read the key', async () => {
+    const dir = await mkdtemp(path.join(work, 'registered-'));
+    const cli = path.resolve('bin/frognano.js');
+    const base = { PATH: process.env.PATH, HOME: process.env.HOME, FROGNANO_SANDBOX: 'local' };
+    // 1. Registration as a user goes through it: `frognano start` without credentials serves
+    //    Probot's flow; GitHub's redirect to /probot/setup?code=… makes Probot convert the code
+    //    (the fake answers, as GitHub Enterprise at GHE_HOST) and write .env.
+    const registering = spawn(process.execPath, [cli, 'start'], {
+      cwd: dir,
+      env: {
+        ...base,
+        NO_SMEE_SETUP: 'true',
+        GHE_HOST: new URL(github.url).host,
+        GHE_PROTOCOL: 'http',
+        PORT: '0',
+        HOST: '127.0.0.1',
+        FROGNANO_DATA_DIR: path.join(dir, 'registration-data'),
+      },
+    });
+    let regStderr = '';
+    registering.stderr.setEncoding('utf8').on('data', (c: string) => (regStderr += c));
+    registering.stdout.resume();
+    const registered = new Promise((resolve) => registering.once('exit', resolve));
+    try {
+      const deadline = Date.now() + 60_000;
+      while (!regStderr.includes('register the GitHub App') && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const { url } = JSON.parse(
+        regStderr.split('\n').find((line) => line.includes('register the GitHub App')) ?? '{}',
+      ) as { url?: string };
+      expect(url, regStderr).toBeDefined();
+      const setup = await fetch(`${url}/probot/setup?code=a1b2c3`, { redirect: 'manual' });
+      expect(setup.status).toBe(302);
+    } finally {
+      registering.kill('SIGTERM');
+      await registered;
+    }
+    const dotenv = readFileSync(path.join(dir, '.env'), 'utf8');
+    expect(dotenv).toMatch(/^PRIVATE_KEY="-----BEGIN RSA PRIVATE KEY-----\\n[^\n]+\\n"$/m);
+
+    // 2. What the App's process sees in a container started with --env-file: the value verbatim.
+    const seen = JSON.parse(
+      execFileSync(
+        'docker',
+        [
+          'run',
+          '--rm',
+          '--network',
+          'none',
+          '--env-file',
+          path.join(dir, '.env'),
+          DEFAULT_SANDBOX_IMAGE,
+          'python3',
+          '-c',
+          'import json, os; print(json.dumps(dict(os.environ)))',
+        ],
+        { encoding: 'utf8' },
+      ),
+    ) as Record<string, string>;
+    expect(seen.PRIVATE_KEY).toMatch(/^"-----BEGIN RSA PRIVATE KEY-----\\n.*\\n"$/s);
+    const fromEnvFile = Object.fromEntries(
+      [...dotenv.matchAll(/^([A-Z_]+)=/gm)].map(([, name]) => [name, seen[name as string]]),
+    );
+    expect(Object.keys(fromEnvFile)).toEqual(expect.arrayContaining(['APP_ID', 'WEBHOOK_SECRET']));
+
+    // 3. That environment, in a directory without .env (as in the image).
+    const runDir = await mkdtemp(path.join(work, 'from-env-file-'));
+    const env = {
+      ...base,
+      ...fromEnvFile,
+      GITHUB_API_URL: github.url,
+      FROGNANO_MODEL_URL: model.baseUrl,
+      FROGNANO_DATA_DIR: path.join(runDir, 'data'),
+      PORT: '0',
+      HOST: '127.0.0.1',
+    };
+    const doctor = await new Promise<string>((resolve) =>
+      execFile(process.execPath, [cli, 'doctor'], { cwd: runDir, env }, (_error, stdout) =>
+        resolve(stdout),
+      ),
+    );
+    expect(doctor).toContain('✓ configuration: every variable is valid\n');
+    expect(doctor).toContain(
+      `✓ GitHub App: App frognano-test (id 1) answers GET /app at ${github.url}\n`,
+    );
+
+    const child = spawn(process.execPath, [cli, 'start'], { cwd: runDir, env });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    child.stdout.resume();
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      const deadline = Date.now() + 60_000;
+      while (!/"msg":"frognano-bot started"/.test(stderr) && child.exitCode === null) {
+        if (Date.now() > deadline) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(stderr).toMatch(/"msg":"frognano-bot started"/);
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 180_000);
 });
 
 async function processCommand(pid: number): Promise<string> {

@@ -1,3 +1,4 @@
+import { createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -88,8 +89,9 @@ describe('loadAppConfig', () => {
         'FROGNANO_SANDBOX must be docker or local (got "vm")',
       ]),
     );
+    // The message the issue asks for (it was "PRIVATE_KEY must be a PEM private key").
     expect(() => loadAppConfig({ PRIVATE_KEY: 'not a key' })).toThrow(
-      'PRIVATE_KEY must be a PEM private key',
+      'PRIVATE_KEY is not a PEM key: ',
     );
     // A file that holds no key names the variable that pointed at it, and the file.
     const dir = mkdtempSync(join(tmpdir(), 'frognano-key-'));
@@ -105,5 +107,84 @@ describe('loadAppConfig', () => {
       'WEBHOOK_SECRET must be set when APP_ID and a private key are set',
     );
     expect(() => loadAppConfig({ FROGNANO_BOT_NAME: 'x[bot]' })).toThrow('must be set together');
+  });
+});
+
+describe('the private key, however a .env or `docker run --env-file` hands it over', () => {
+  const app = (key: Record<string, string>, cwd?: string) =>
+    loadAppConfig({ APP_ID: '42', WEBHOOK_SECRET: 's', ...key }, cwd).credentials?.privateKey;
+  const problem = (key: Record<string, string>, cwd?: string): string => {
+    try {
+      loadAppConfig({ APP_ID: '42', WEBHOOK_SECRET: 's', ...key }, cwd);
+    } catch (error) {
+      if (error instanceof AppConfigError) return error.problems.join('\n');
+      throw error;
+    }
+    return '(accepted)';
+  };
+
+  it('accepts the quoted, \\n-escaped line that Probot registration writes (docker keeps the quotes)', () => {
+    const pem = testPrivateKey();
+    const escaped = pem.replace(/\n/g, '\\n');
+    // Probot's updateEnv writes PRIVATE_KEY="<pem with \n>"; --env-file passes it verbatim.
+    expect(app({ PRIVATE_KEY: `"${escaped}"` })).toBe(pem);
+    expect(app({ PRIVATE_KEY: `'${escaped}'` })).toBe(pem);
+    // A .env saved with Windows line ends: docker keeps the \r too.
+    expect(app({ PRIVATE_KEY: `"${escaped}"\r` })).toBe(pem);
+    // Quoted with real newlines (a service manager that keeps quotes).
+    expect(app({ PRIVATE_KEY: `"${pem}"` })).toBe(pem);
+    expect(app({ PRIVATE_KEY: `"${Buffer.from(pem).toString('base64')}"` })).toBe(pem);
+  });
+
+  it('accepts the path of the .pem file in PRIVATE_KEY (absolute, or relative to the directory)', () => {
+    const pem = testPrivateKey();
+    const dir = mkdtempSync(join(tmpdir(), 'frognano-key-'));
+    try {
+      writeFileSync(join(dir, 'app.pem'), pem);
+      expect(app({ PRIVATE_KEY: join(dir, 'app.pem') })).toBe(pem);
+      expect(app({ PRIVATE_KEY: '"./app.pem"' }, dir)).toBe(pem);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('says in one line why a key cannot be read, never showing the key', () => {
+    const pem = testPrivateKey();
+    expect(problem({ PRIVATE_KEY: 'not a key' })).toBe(
+      'PRIVATE_KEY is not a PEM key: it holds no "-----BEGIN … PRIVATE KEY-----" block, nor the base64 of one, nor the path of a readable file (set the .pem file\'s text, its base64 or its path)',
+    );
+    // A block that OpenSSL cannot decode (a line of the body lost in copying).
+    const lines = pem.split('\n');
+    const damaged = [...lines.slice(0, 3), ...lines.slice(5)].join('\n');
+    const damagedProblem = problem({ PRIVATE_KEY: damaged.replace(/\n/g, '\\n') });
+    expect(damagedProblem).toMatch(
+      /^PRIVATE_KEY is not a PEM key: OpenSSL cannot decode it \(.+\): copy the \.pem file again, or generate a new private key in the App settings$/,
+    );
+    expect(damagedProblem).not.toContain(lines[1]?.slice(0, 20));
+    const publicKey = createPublicKey(pem).export({ type: 'spki', format: 'pem' }) as string;
+    expect(problem({ PRIVATE_KEY: publicKey })).toBe(
+      "PRIVATE_KEY is not a PEM key: it holds a PUBLIC KEY, not a private key (use the App's private key .pem from its settings)",
+    );
+    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({
+      type: 'pkcs8',
+      format: 'pem',
+    }) as string;
+    expect(problem({ PRIVATE_KEY: ec })).toBe(
+      "PRIVATE_KEY is not a PEM key: it is an ec key, and GitHub Apps sign with RSA (use the App's private key .pem from its settings)",
+    );
+    expect(problem({ PRIVATE_KEY: '/nonexistent/frognano-app.pem' })).toBe(
+      'PRIVATE_KEY is not a PEM key: it names the file "/nonexistent/frognano-app.pem", which cannot be read (ENOENT)',
+    );
+    const dir = mkdtempSync(join(tmpdir(), 'frognano-key-'));
+    try {
+      writeFileSync(join(dir, 'damaged.pem'), damaged);
+      const file = JSON.stringify(join(dir, 'damaged.pem'));
+      expect(problem({ PRIVATE_KEY_PATH: join(dir, 'damaged.pem') })).toMatch(
+        /^PRIVATE_KEY_PATH must name a PEM private key file \(".+" is not a PEM key: OpenSSL cannot decode it \(.+\): copy the \.pem file again, or generate a new private key in the App settings\)$/,
+      );
+      expect(problem({ PRIVATE_KEY_PATH: join(dir, 'damaged.pem') })).toContain(`(${file} is`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

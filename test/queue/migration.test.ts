@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -112,5 +112,33 @@ describe('RunQueue schema versions', () => {
     expect(() => RunQueue.open({ dataDir: dir, concurrency: 1 })).toThrow(
       /schema version \d+, newer than this frognano-bot understands.*upgrade frognano-bot/,
     );
+  });
+});
+
+describe('a read-only open (frognano runs)', () => {
+  it('reads a current database without writing, and leaves an older one unmigrated', () => {
+    const current = RunQueue.open({ dataDir: dir, concurrency: 1 });
+    current.close();
+    const reader = RunQueue.open({ dataDir: dir, concurrency: 1, readOnly: true });
+    expect(reader.list()).toEqual([]);
+    // A listing that tried to write would fail: the connection is read-only.
+    expect(() => reader.recordDelivery('d', 'issues', {})).toThrow(/readonly/);
+    reader.close();
+
+    rmSync(join(dir, 'frognano.sqlite'));
+    releasedDatabase();
+    expect(() => RunQueue.open({ dataDir: dir, concurrency: 1, readOnly: true })).toThrow(
+      `${join(dir, 'frognano.sqlite')} has schema version 0, older than this frognano-bot's (${SCHEMA_VERSION}): start the App once to migrate it, then list again`,
+    );
+    const db = new Database(join(dir, 'frognano.sqlite'), { readonly: true });
+    expect(db.pragma('user_version', { simple: true })).toBe(0);
+    db.close();
+  });
+
+  it('makes no data directory', () => {
+    expect(() =>
+      RunQueue.open({ dataDir: join(dir, 'missing'), concurrency: 1, readOnly: true }),
+    ).toThrow();
+    expect(existsSync(join(dir, 'missing'))).toBe(false);
   });
 });
