@@ -97,7 +97,7 @@ describe('a second frognano worker on a host whose metrics port is taken', () =>
       `frognano: cannot serve metrics on port ${port} (EADDRINUSE: another process, perhaps another frognano worker, listens there): set FROGNANO_METRICS_PORT to a free port (one per worker on a host), or 0 to turn the metrics server off`,
     ]);
     expect(run.code).toBe(1);
-  }, 60_000);
+  }, 180_000);
 });
 
 describe('a bad LOG_LEVEL', () => {
@@ -129,7 +129,7 @@ describe('a reader that leaves the pipe early (`frognano doctor | head -1`)', ()
     expect(run.stderr).toBe('');
     // No credentials: "not ready", as with the reader still there.
     expect(run.code).toBe(1);
-  }, 60_000);
+  }, 180_000);
 
   it('ends --version and --help quietly, exit 0', async () => {
     for (const args of [['--version'], ['--help'], ['runs', '--help']]) {
@@ -137,7 +137,7 @@ describe('a reader that leaves the pipe early (`frognano doctor | head -1`)', ()
       expect(run.stderr, args.join(' ')).toBe('');
       expect(run.code, args.join(' ')).toBe(0);
     }
-  }, 60_000);
+  }, 180_000);
 });
 
 /** Every file under `dir` with its bytes' hash: what a read-only command must leave alone. */
@@ -172,7 +172,7 @@ describe('read-only commands write no state', () => {
     expect(readdirSync(work)).toEqual([]);
     const after = await runCli(['runs'], env);
     expect(after).toEqual(before);
-  }, 60_000);
+  }, 180_000);
 
   it('doctor and runs leave an existing queue as it was (no migration, no pruning)', async () => {
     const dataDir = path.join(work, 'data');
@@ -209,7 +209,7 @@ describe('read-only commands write no state', () => {
       { delivery_id: 'old-delivery' },
     ]);
     check.close();
-  }, 60_000);
+  }, 180_000);
 });
 
 describe('failures no command foresaw', () => {
@@ -225,7 +225,7 @@ describe('failures no command foresaw', () => {
     expect(run.code).toBe(2);
     const debug = await runCli(['reap'], { ...env, LOG_LEVEL: 'debug' });
     expect(debug.stderr).toMatch(/^frognano: Error: ENOTDIR: not a directory, .+\n\s+at /);
-  }, 60_000);
+  }, 180_000);
 
   it('runs names a data directory whose queue file is no SQLite database', async () => {
     mkdirSync(path.join(work, 'data'));
@@ -235,5 +235,5 @@ describe('failures no command foresaw', () => {
       `frognano: cannot read the run queue ${path.join(work, 'data', 'frognano.sqlite')} (file is not a database): set FROGNANO_DATA_DIR to the App's data directory\n`,
     );
     expect(run.code).toBe(2);
-  }, 60_000);
+  }, 180_000);
 });
