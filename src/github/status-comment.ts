@@ -191,6 +191,17 @@ export function describeResult(run: RunResult): StatusState | undefined {
     run.error === undefined ? run : { ...run, error: literalLines(run.error).join(' ') };
   switch (result.outcome) {
     case 'config_error':
+      // A file other than the repository's own (the owner's `.github` repository, `_extends`)
+      // is named by the error itself.
+      if (
+        result.error !== undefined &&
+        /^(?:[\w.-]+\/[\w.-]+:\S+|the configuration) /.test(result.error)
+      ) {
+        return {
+          kind: 'failed',
+          reason: `the configuration could not be used: ${result.error}. Fix the file it names, then retry.`,
+        };
+      }
       return {
         kind: 'failed',
         reason: `\`.github/frognano.yml\` is not valid: ${result.error ?? 'see the run log'}. Fix the file, then retry.`,

@@ -34,8 +34,10 @@ import {
   removePendingPublishes,
   savePendingPublish,
 } from './pending-publish.js';
+import { ownerConfigBase } from './owner-config.js';
 import { RestBudget } from './rest-budget.js';
 import { RunningStatus } from './running-status.js';
+import { readIssueTextsOffThread } from './sanitize-off-thread.js';
 import { evidenceOf, writePublishedAttempt } from './revision-record.js';
 import {
   describeResult,
@@ -491,6 +493,8 @@ export class WorkerPool {
             : undefined,
           issueText: job.issueText,
           extraGuidance: job.guidance,
+          configBase: ownerConfigBase(octokit, { owner: job.owner, repo: job.repo }),
+          readUntrustedTexts: readIssueTextsOffThread,
           ...followUp?.request,
           ...(job.attempts !== undefined ? { overrides: { attempts: job.attempts } } : {}),
           sandbox: deps.sandbox,
