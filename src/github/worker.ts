@@ -34,6 +34,7 @@ import {
   removePendingPublishes,
   savePendingPublish,
 } from './pending-publish.js';
+import { instructionFileNotes, withNotes } from './instruction-files-notes.js';
 import { ownerConfigBase } from './owner-config.js';
 import { RestBudget } from './rest-budget.js';
 import { RunningStatus } from './running-status.js';
@@ -432,6 +433,8 @@ export class WorkerPool {
     await mkdir(outDir, { recursive: true });
 
     let final: StatusState;
+    // About the run's instruction files, whatever the outcome.
+    let notes: string[] = [];
     let state: 'done' | 'failed' | 'cancelled' = 'failed';
     let outcome: string;
     // The job-level deadline (**Ours**): armed when the agent starts with its time limit; a run
@@ -504,6 +507,7 @@ export class WorkerPool {
         });
         pipeline.catch(() => undefined);
         const result = await Promise.race([pipeline, abandoned]);
+        notes = instructionFileNotes(result.instructionFiles);
         phases.end();
         countRunResult(deps.metrics, deps.sandbox, result);
         outcome = result.outcome;
@@ -614,7 +618,7 @@ export class WorkerPool {
     if (job.review && (final.kind === 'failed' || final.kind === 'no-change')) {
       final = { ...final, followUp: true };
     }
-    await status.finish(final);
+    await status.finish(withNotes(final, notes));
     log.info({ state, outcome, restCalls: budget.used }, 'run finished');
     clock.finish(state, outcome);
     await deps.queue.addRestCalls(record.id, budget.spent);

@@ -36,9 +36,13 @@ export async function readInstructionFiles(
   const readable = raw.filter(
     (r): r is { path: string; text: string; size: number } => 'text' in r,
   );
-  const reads = options.read
-    ? await options.read(readable.map((r) => r.text))
-    : readable.map(() => ({ ok: false as const, reason: 'nothing here reads untrusted text' }));
+  // The reader is a worker thread, started on first use: not for a repository without files.
+  const reads =
+    readable.length === 0
+      ? []
+      : options.read
+        ? await options.read(readable.map((r) => r.text))
+        : readable.map(() => ({ ok: false as const, reason: 'nothing here reads untrusted text' }));
   const sanitized = new Map(readable.map((r, i) => [r, reads[i]!]));
 
   const texts: string[] = [];
