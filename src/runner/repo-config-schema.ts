@@ -24,7 +24,7 @@ const MAX_INSTRUCTION_FILES = 10;
 const nonEmpty = (what: string) =>
   z
     .string({ error: `must be ${what}` })
-    .min(1, { error: `must be ${what}` })
+    .min(1, { error: `must be ${what}`, abort: true })
     .refine((s) => s.trim() !== '', { error: `must be ${what}` });
 
 /** A file of the repository, named from its root: no way out of it, nothing git would not store. */
