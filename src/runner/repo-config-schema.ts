@@ -27,20 +27,22 @@ const nonEmpty = (what: string) =>
     .min(1, { error: `must be ${what}`, abort: true })
     .refine((s) => s.trim() !== '', { error: `must be ${what}` });
 
-/** A file of the repository, named from its root: no way out of it, nothing git would not store. */
-const repoPath = nonEmpty('a path in the repository, like AGENTS.md or docs/AGENTS.md').refine(
-  (p) =>
-    !p.startsWith('/') &&
-    !p.includes('\\') &&
-    // eslint-disable-next-line no-control-regex -- control characters, on purpose
-    !/[\u0000-\u001f\u007f]/.test(p) &&
-    p.split('/').every((part) => part !== '' && part !== '.' && part !== '..') &&
-    p.split('/')[0] !== '.git',
+/**
+ * A file of the repository, named from its root: no way out of it (`..`, an absolute path), no
+ * empty or `.` segment, nothing in `.git`, no backslash or control character. A pattern rather
+ * than a function, so the JSON Schema carries it to editors.
+ */
+const REPO_PATH_RE =
+  // eslint-disable-next-line no-control-regex -- control characters, on purpose
+  /^(?!\/)(?!.*\/\/)(?!.*\/$)(?!(?:.*\/)?\.\.?(?:\/|$))(?!\.git(?:\/|$))[^\\\u0000-\u001f\u007f]+$/;
+const repoPath = nonEmpty('a path in the repository, like AGENTS.md or docs/AGENTS.md').regex(
+  REPO_PATH_RE,
   { error: 'must be a path inside the repository, like AGENTS.md or docs/AGENTS.md' },
 );
 
 /** `repo`, `owner/repo` or `owner/repo:path.yml`, as Probot's config plugin reads `_extends`. */
-const EXTENDS_RE = /^(?:[a-z\d](?:[a-z\d]|-(?=[a-z\d])){0,38}\/)?[-_.\w]+(?::[-_./\w]+\.ya?ml)?$/i;
+const EXTENDS_RE =
+  /^(?:[a-zA-Z\d](?:[a-zA-Z\d]|-(?=[a-zA-Z\d])){0,38}\/)?[-_.\w]+(?::[-_./\w]+\.[yY][aA]?[mM][lL])?$/;
 
 export const RepoConfig = z
   .strictObject({
