@@ -44,6 +44,8 @@ export interface HarnessOptions {
   onExhausted?: ScriptStep;
   /** Extra lines of the repository's `.github/frognano.yml`. */
   config?: string;
+  /** More files of the repository (e.g. `AGENTS.md`). */
+  files?: Record<string, string>;
   sandbox?: 'local' | 'docker';
   concurrency?: number;
   throttleMs?: number;
@@ -98,6 +100,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const python = options.python ?? PYTHON;
   if (!options.root) {
     const repo = createPythonRepo(join(root, 'src'), {
+      ...options.files,
       '.github/frognano.yml': `max_steps: 30\ntest: ${python} -m pytest\n${options.config ?? ''}`,
     });
     mkdirSync(join(root, 'git', OWNER), { recursive: true });
