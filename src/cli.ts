@@ -125,6 +125,36 @@ program
     });
   });
 
+const config = program
+  .command('config')
+  .description('Check .github/frognano.yml, or show the configuration a run would use');
+config
+  .command('validate [file]')
+  .description(
+    'Print `valid` or every problem of a config file (default .github/frognano.yml) with its line; exit 0 or 1',
+  )
+  .option('--json', 'print JSON for scripts')
+  .action(async (file: string | undefined, options: { json?: boolean }) => {
+    const { configValidateCommand } = await import('./commands/config-validate.js');
+    process.exitCode = await configValidateCommand(file, options, {
+      stdout: (line) => process.stdout.write(`${line}\n`),
+    });
+  });
+config
+  .command('show')
+  .description(
+    'Print the configuration a run would use as YAML: defaults, the file, operator caps, marked by where each value came from',
+  )
+  .option('--repo <dir>', 'the repository (default: the current directory)')
+  .action(async (options: { repo?: string }) => {
+    const { configShowCommand } = await import('./commands/config-show.js');
+    process.exitCode = await configShowCommand(options, {
+      stdout: (line) => process.stdout.write(`${line}\n`),
+      stderr: (line) => process.stderr.write(`${line}\n`),
+      env: process.env,
+    });
+  });
+
 const runs = program
   .command('runs')
   .description('List the queue and recent runs of this data directory (FROGNANO_DATA_DIR)')

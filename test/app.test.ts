@@ -557,7 +557,10 @@ describe('bursts: 20 labels at once', () => {
         const issue = Number(/comments\/(\d+)$/.exec(uri)![1]) - 1000;
         await check(issue, String((body as { body: string }).body));
         return [200, { id: 1000 + issue }];
-      });
+      })
+      // Each run asks for the owner's configuration: Codertocat has none.
+      .get('/repos/Codertocat/.github/contents/.github%2Ffrognano.yml')
+      .reply(404, 'Not Found');
 
     const issues = Array.from({ length: 20 }, (_, i) => i + 1);
     const statuses = await Promise.all(

@@ -7,6 +7,7 @@ import { fence, fileName, inertQuote, inlineCode, literalLines, tail } from '../
 import { attemptsTable, changesSection, trajectoryTable } from '../github/pr-body.js';
 import type { AttemptSummary, RunResult, TestResult } from '../runner/run-types.js';
 import { testPassed } from '../runner/test-report.js';
+import { instructionFileWords } from '../github/instruction-files-notes.js';
 import { reportWords } from '../github/status-comment.js';
 
 export interface SummaryMeta {
@@ -40,6 +41,10 @@ export function renderSummary(result: RunResult, meta: SummaryMeta = {}): string
   // The run's whole time (clone, setup, tests) beside the agent's own limit, not a share of it.
   const per = several ? ' per attempt' : '';
   lines.push(`- Wall time: ${seconds(b.wallMs)} (agent time limit ${seconds(b.timeoutMs)}${per})`);
+  if (result.instructionFiles) {
+    const files = result.instructionFiles.map(instructionFileWords).join(', ');
+    lines.push(`- Instruction files: ${files}`);
+  }
   if (result.snapshotHit !== undefined) {
     lines.push(`- Setup snapshot: ${result.snapshotHit ? 'reused (setup skipped)' : 'none'}`);
   }

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { loadProcessConfig } from '../config.js';
 import { createLogger } from '../log.js';
 import { checkModelEndpoint } from '../leaf/openai-model.js';
+import { readIssueTextsOffThread } from '../github/sanitize-off-thread.js';
 import { followUpTask } from '../runner/follow-up-task.js';
 import { runPipeline } from '../runner/run.js';
 import type { RunProgress, RunResult } from '../runner/run-types.js';
@@ -83,6 +84,8 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
       repo,
       revision: options.revision,
       issueText,
+      // The repository's instruction files are read as the App reads issue text.
+      readUntrustedTexts: readIssueTextsOffThread,
       // A follow-up, as the App runs one on a review: the previous attempt is --revision.
       ...(feedback !== undefined
         ? {

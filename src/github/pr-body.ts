@@ -16,6 +16,7 @@ import {
   tail,
   textCell,
 } from './markdown.js';
+import { instructionFilesSection } from './instruction-files-notes.js';
 import { testWords } from './status-comment.js';
 import { testPassed } from '../runner/test-report.js';
 
@@ -70,6 +71,7 @@ function render(input: PrBodyInput, d: Detail): string {
     patchFactsSection(result),
     attemptsSection(result, d),
     trajectorySection(result, d),
+    instructionFilesSection(result.instructionFiles),
     budgets(result),
     input.trajectoryUrl
       ? `The run page (every step, the diff, the test evidence; raw JSON at \`${input.trajectoryUrl}.json\`): ${input.trajectoryUrl}`

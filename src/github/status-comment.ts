@@ -16,6 +16,11 @@ const FOLLOW_UP_HINT =
 const RETRY_HINT =
   'Comment `/frognano retry` to try again; anything after it on the same comment is passed to the model as extra guidance.';
 
+/** Lines shown under a final state's first line (e.g. instruction files that were refused). */
+interface Notes {
+  notes?: string[];
+}
+
 export type StatusState =
   | { kind: 'queued'; position: number; requeued?: boolean }
   | {
@@ -29,8 +34,8 @@ export type StatusState =
       verification?: Record<number, 'verifying' | 'done'>;
       retried?: boolean;
     }
-  | { kind: 'done'; prUrl: string; prNumber: number; partial: boolean; verified?: string }
-  | {
+  | ({ kind: 'done'; prUrl: string; prNumber: number; partial: boolean; verified?: string } & Notes)
+  | ({
       kind: 'revised';
       commit: string;
       revision: number;
@@ -40,9 +45,9 @@ export type StatusState =
       replies: number;
       threads: number;
       bodyUpdated: boolean;
-    }
-  | { kind: 'no-change'; finalMessage: string; reason: string; followUp?: boolean }
-  | { kind: 'failed'; reason: string; detail?: string; followUp?: boolean }
+    } & Notes)
+  | ({ kind: 'no-change'; finalMessage: string; reason: string; followUp?: boolean } & Notes)
+  | ({ kind: 'failed'; reason: string; detail?: string; followUp?: boolean } & Notes)
   | { kind: 'cancelled'; by?: string }
   | { kind: 'interrupted' }
   | { kind: 'busy'; state: 'queued' | 'running' };
@@ -166,6 +171,8 @@ export function renderStatus(
       );
       break;
   }
+  const notes = 'notes' in state ? (state.notes ?? []) : [];
+  if (notes.length > 0) lines.splice(2, 0, '', ...notes);
   if (meta.runId || meta.trigger) {
     const bits = [
       meta.trigger,
@@ -191,6 +198,17 @@ export function describeResult(run: RunResult): StatusState | undefined {
     run.error === undefined ? run : { ...run, error: literalLines(run.error).join(' ') };
   switch (result.outcome) {
     case 'config_error':
+      // A file other than the repository's own (the owner's `.github` repository, `_extends`)
+      // is named by the error itself.
+      if (
+        result.error !== undefined &&
+        /^(?:[\w.-]+\/[\w.-]+:\S+|the configuration) /.test(result.error)
+      ) {
+        return {
+          kind: 'failed',
+          reason: `the configuration could not be used: ${result.error}. Fix the file it names, then retry.`,
+        };
+      }
       return {
         kind: 'failed',
         reason: `\`.github/frognano.yml\` is not valid: ${result.error ?? 'see the run log'}. Fix the file, then retry.`,

@@ -34,8 +34,11 @@ import {
   removePendingPublishes,
   savePendingPublish,
 } from './pending-publish.js';
+import { instructionFileNotes, withNotes } from './instruction-files-notes.js';
+import { ownerConfigBase } from './owner-config.js';
 import { RestBudget } from './rest-budget.js';
 import { RunningStatus } from './running-status.js';
+import { readIssueTextsOffThread } from './sanitize-off-thread.js';
 import { evidenceOf, writePublishedAttempt } from './revision-record.js';
 import {
   describeResult,
@@ -430,6 +433,8 @@ export class WorkerPool {
     await mkdir(outDir, { recursive: true });
 
     let final: StatusState;
+    // About the run's instruction files, whatever the outcome.
+    let notes: string[] = [];
     let state: 'done' | 'failed' | 'cancelled' = 'failed';
     let outcome: string;
     // The job-level deadline (**Ours**): armed when the agent starts with its time limit; a run
@@ -491,6 +496,8 @@ export class WorkerPool {
             : undefined,
           issueText: job.issueText,
           extraGuidance: job.guidance,
+          configBase: ownerConfigBase(octokit, { owner: job.owner, repo: job.repo }),
+          readUntrustedTexts: readIssueTextsOffThread,
           ...followUp?.request,
           ...(job.attempts !== undefined ? { overrides: { attempts: job.attempts } } : {}),
           sandbox: deps.sandbox,
@@ -500,6 +507,7 @@ export class WorkerPool {
         });
         pipeline.catch(() => undefined);
         const result = await Promise.race([pipeline, abandoned]);
+        notes = instructionFileNotes(result.instructionFiles);
         phases.end();
         countRunResult(deps.metrics, deps.sandbox, result);
         outcome = result.outcome;
@@ -610,7 +618,7 @@ export class WorkerPool {
     if (job.review && (final.kind === 'failed' || final.kind === 'no-change')) {
       final = { ...final, followUp: true };
     }
-    await status.finish(final);
+    await status.finish(withNotes(final, notes));
     log.info({ state, outcome, restCalls: budget.used }, 'run finished');
     clock.finish(state, outcome);
     await deps.queue.addRestCalls(record.id, budget.spent);

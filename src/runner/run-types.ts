@@ -17,7 +17,10 @@ export interface RunRequest {
   /** Commit, branch or tag to start from; default: the remote's HEAD. */
   revision?: string;
   getCredential?: CredentialProvider;
-  /** The sanitized issue: title, blank line, body. Repo `instructions` and extra guidance are appended by the pipeline. */
+  /**
+   * The sanitized issue: title, blank line, body. Repo `instructions`, instruction files and
+   * extra guidance are appended by the pipeline.
+   */
   issueText: string;
   /** Extra guidance, e.g. the text after `/frognano retry`. */
   extraGuidance?: string;
@@ -27,12 +30,51 @@ export interface RunRequest {
    */
   followUp?: { diffBase: string; task: (previousDiff: string) => string };
   sandbox: SandboxKind;
+  /**
+   * The configuration beneath the repository's own `.github/frognano.yml` (the App: the owner's
+   * `.github` repository, and what `_extends` names), given that file's text at the base
+   * revision (undefined when it has none); lowest first. Without it only the file is read.
+   * Throws RepoConfigError (one line naming the file and key) for a bad file.
+   */
+  configBase?: (ownFile: string | undefined) => Promise<ConfigText[]>;
+  /**
+   * Reads untrusted text (the repository's instruction files) as issue text is read: hidden
+   * content removed, off the event loop, bounded. Without it instruction files are not used.
+   */
+  readUntrustedTexts?: ReadUntrustedTexts;
   /** Overrides of the repository configuration from the caller (CLI flags, `/frognano retry xN`). */
   overrides?: { image?: string; maxSteps?: number; timeoutMinutes?: number; attempts?: number };
   /** Where trajectory.json is written after every step (a directory). */
   outDir: string;
   signal?: AbortSignal;
   onProgress?: (event: RunProgress) => void;
+}
+
+/** One configuration file from outside the run's tree. */
+export interface ConfigText {
+  /** How messages name it, e.g. `acme/.github:.github/frognano.yml`. */
+  name: string;
+  text: string;
+}
+
+export type ReadUntrustedTexts = (
+  texts: string[],
+) => Promise<({ ok: true; text: string } | { ok: false; reason: string })[]>;
+
+/** What became of one of the repository's instruction files (`instructions_files`). */
+export interface InstructionFileUse {
+  path: string;
+  /**
+   * `used`: all of it is in the task; `cut`: only `bytes` of its `size` (a size limit);
+   * `empty`: nothing visible in it; `refused`: not used, `reason` says why; `missing`: not in
+   * the repository (listed only when the config names the file).
+   */
+  state: 'used' | 'cut' | 'empty' | 'refused' | 'missing';
+  /** Bytes (UTF-8) of its text in the task. */
+  bytes?: number;
+  /** Bytes of its whole text, after hidden content was removed (when it was cut). */
+  size?: number;
+  reason?: string;
 }
 
 export type RunPhase =
@@ -173,6 +215,8 @@ export interface RunResult {
   attempts?: AttemptSummary[];
   /** The attempt whose patch the fields above hold (several attempts only). */
   selectedAttempt?: number;
+  /** The repository's instruction files the task was given (absent when it has none). */
+  instructionFiles?: InstructionFileUse[];
 }
 
 /** One attempt of a run with several, with the evidence it was ranked by. */

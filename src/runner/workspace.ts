@@ -12,6 +12,7 @@ import { basicCredential } from './git-auth-header.js';
 import { hostGitEnv } from './host-git-env.js';
 import { registerSecret } from '../redact.js';
 import type { CredentialProvider } from './run-types.js';
+import { readTreeFiles, type TreeFile } from './tree-files.js';
 import { currentProcessId } from '../sandbox/owner.js';
 
 /** Marks a directory under the work root as a run's, so the reaper only removes ours. */
@@ -80,6 +81,14 @@ export interface Workspace {
    * attempt's change since it left `base` (a commit, branch or tag of the source).
    */
   diffFrom(base: string): Promise<string>;
+  /**
+   * Files as git stores them at `revision` (a commit, branch or tag of the source; default
+   * `baseCommit`), each cut at `maxBytes`; symbolic links leading out of the tree are not read.
+   */
+  readFiles(
+    paths: readonly string[],
+    options: { revision?: string; maxBytes: number },
+  ): Promise<TreeFile[]>;
   /** Removes the run directory. Idempotent. */
   dispose(): Promise<void>;
 }
@@ -231,6 +240,9 @@ export async function prepareWorkspace(options: PrepareWorkspaceOptions): Promis
     await tree
       .raw(['remote', 'remove', 'origin'])
       .catch((e: unknown) => fail('cannot prepare the working clone', e));
+    // Branch names live in the mirror (the working clone keeps only the objects).
+    const inMirror = (revision: string) =>
+      revision.startsWith('-') ? Promise.resolve(undefined) : revParse(git(mirrorDir), revision);
     return {
       runDir,
       treeDir,
@@ -240,8 +252,7 @@ export async function prepareWorkspace(options: PrepareWorkspaceOptions): Promis
       changesFromPatch: (patch, opts) => readChanges(commits, patch, opts?.setAside),
       previousChanges: (opts) => readChanges(commits, undefined, opts.setAside),
       diffFrom: async (base) => {
-        // Branch names live in the mirror (the working clone keeps only the objects).
-        const from = base.startsWith('-') ? undefined : await revParse(git(mirrorDir), base);
+        const from = await inMirror(base);
         if (!from) throw new CloneError(`the diff base ${base} is not in the repository`);
         // Three dots: the change since the branch left the base, however far the base moved on.
         return tree.raw([
@@ -251,6 +262,11 @@ export async function prepareWorkspace(options: PrepareWorkspaceOptions): Promis
           '--no-color',
           `${from}...${baseCommit}`,
         ]);
+      },
+      readFiles: async (paths, opts) => {
+        const at = opts.revision === undefined ? baseCommit : await inMirror(opts.revision);
+        if (!at) throw new CloneError(`the revision ${opts.revision} is not in the repository`);
+        return readTreeFiles({ dir: treeDir, env }, at, paths, opts.maxBytes);
       },
       dispose: () => dispose(),
     };

@@ -117,7 +117,23 @@ describe('loadRepoConfig', () => {
     ['instructions: [a]', '.github/frognano.yml: instructions must be text (got a list)'],
     [
       'max_step: 3',
-      '.github/frognano.yml: unknown key "max_step" (expected one of: image, setup, test, network, instructions, max_steps, timeout_minutes, attempts, blocked_paths)',
+      '.github/frognano.yml: unknown key "max_step", did you mean "max_steps"? (expected one of: image, setup, test, network, instructions, instructions_files, max_steps, timeout_minutes, attempts, blocked_paths, _extends)',
+    ],
+    [
+      'sandbox: x',
+      '.github/frognano.yml: unknown key "sandbox" (expected one of: image, setup, test, network, instructions, instructions_files, max_steps, timeout_minutes, attempts, blocked_paths, _extends)',
+    ],
+    [
+      'instructions_files: [../x.md]',
+      '.github/frognano.yml: instructions_files[0] must be a path inside the repository, like AGENTS.md or docs/AGENTS.md (got "../x.md")',
+    ],
+    [
+      'instructions_files: AGENTS.md',
+      '.github/frognano.yml: instructions_files must be a list of paths in the repository (got "AGENTS.md")',
+    ],
+    [
+      '_extends: "not a repo"',
+      '.github/frognano.yml: _extends must name a repository: repo, owner/repo or owner/repo:path.yml (got "not a repo")',
     ],
     ['- a\n- b', '.github/frognano.yml: must be a mapping of keys'],
   ])('rejects %j with one line naming the key', async (config, expected) => {

@@ -149,7 +149,11 @@ async function runAttempt(
   const leaf = await runLeaf({
     model,
     sandbox: attempt.sandbox!,
-    task: taskText({ ...request, issueText: prepared.issueText }, prepared.config),
+    task: taskText(
+      { ...request, issueText: prepared.issueText },
+      prepared.config,
+      prepared.instructionTexts,
+    ),
     instanceId: request.instanceId,
     maxSteps: prepared.maxSteps,
     maxContextTokens: deps.maxContextTokens ?? DEFAULT_MAX_CONTEXT_TOKENS,
@@ -184,13 +188,18 @@ async function runAttempt(
   }
 }
 
-/** leaf-protocol.md §1: the issue, then (only if present) a blank line and each extra guidance. */
+/**
+ * leaf-protocol.md §1: the issue, then (only if present) a blank line and each extra guidance:
+ * the config's `instructions`, the instruction files' texts, the text after `/frognano retry`.
+ */
 export function taskText(
   request: Pick<RunRequest, 'issueText' | 'extraGuidance'>,
   config: { instructions?: string | undefined },
+  instructionTexts: readonly string[] = [],
 ): string {
   const parts = [request.issueText];
   if (config.instructions?.trim()) parts.push(config.instructions.trim());
+  for (const text of instructionTexts) if (text.trim()) parts.push(text.trim());
   if (request.extraGuidance?.trim()) parts.push(request.extraGuidance.trim());
   return parts.join('\n\n');
 }

@@ -1,5 +1,6 @@
-// Phase 1, prepare: clone on the host (cached mirror), read .github/frognano.yml, and settle
-// what the run will use: budgets, the test command, the image, snapshots, the attempts.
+// Phase 1, prepare: clone on the host (cached mirror), read .github/frognano.yml (on top of the
+// caller's base configuration) and the instruction files, and settle what the run will use:
+// budgets, the test command, the image, snapshots, the attempts.
 import type Docker from 'dockerode';
 import { repoConfigCaps } from '../../config.js';
 import { DEFAULT_MAX_STEPS } from '../../leaf/protocol.js';
@@ -8,11 +9,14 @@ import { DEFAULT_SANDBOX_IMAGE } from '../../sandbox/docker-sandbox.js';
 import { sandboxOwner } from '../../sandbox/owner.js';
 import { errorText } from '../command-output.js';
 import { detectTestCommand } from '../detect-test-command.js';
+import { resolveRepoConfig } from '../config-layers.js';
+import { readInstructionFiles, type InstructionFiles } from '../instruction-files.js';
 import {
+  DEFAULT_INSTRUCTION_FILES,
   DEFAULT_TIMEOUT_MINUTES,
   MAX_ATTEMPTS,
   RepoConfigError,
-  loadRepoConfig,
+  capRepoConfig,
   type RepoConfig,
   type RepoConfigCaps,
 } from '../repo-config.js';
@@ -35,6 +39,8 @@ export interface Prepared {
   test?: TestCommand;
   /** The task's issue text: the request's, or for a follow-up, built with the previous diff. */
   issueText: string;
+  /** The repository's instruction files (sanitized, capped), after the config's `instructions`. */
+  instructionTexts: string[];
   image: string;
   /** Absent for the local sandbox. */
   docker?: Docker;
@@ -85,15 +91,20 @@ export async function prepare(run: RunContext): Promise<Prepared | Failure> {
 
   let config: RepoConfig;
   let caps: RepoConfigCaps = {};
+  let instructions: InstructionFiles;
   try {
-    config = await run.phase('config', () => {
+    ({ config, instructions } = await run.phase('config', async () => {
       caps = repoConfigCaps(env);
-      return loadRepoConfig(workspace.treeDir, caps);
-    });
+      const resolved = await resolveRepoConfig(workspace.treeDir, request.configBase, run.log);
+      if (resolved.files.length > 0) run.log.info({ files: resolved.files }, 'configuration read');
+      const capped = capRepoConfig(resolved.config, caps);
+      return { config: capped, instructions: await instructionFiles(run, workspace, capped) };
+    }));
   } catch (error) {
     if (error instanceof RepoConfigError) return { outcome: 'config_error', error: error.message };
     throw error;
   }
+  if (instructions.files.length > 0) result.instructionFiles = instructions.files;
   const maxSteps = request.overrides?.maxSteps ?? config.max_steps ?? DEFAULT_MAX_STEPS;
   const timeoutMs =
     (request.overrides?.timeoutMinutes ?? config.timeout_minutes ?? DEFAULT_TIMEOUT_MINUTES) *
@@ -126,6 +137,7 @@ export async function prepare(run: RunContext): Promise<Prepared | Failure> {
   return {
     workspace,
     issueText,
+    instructionTexts: instructions.texts,
     config,
     maxSteps,
     timeoutMs,
@@ -138,6 +150,21 @@ export async function prepare(run: RunContext): Promise<Prepared | Failure> {
       request.sandbox === 'docker' && config.setup.length > 0 && deps.snapshots?.enabled !== false,
     ...(previous ? { previous } : {}),
   };
+}
+
+/** The config's instruction files (default AGENTS.md) at the run's base revision. */
+function instructionFiles(
+  run: RunContext,
+  workspace: Workspace,
+  config: RepoConfig,
+): Promise<InstructionFiles> {
+  const paths = config.instructions_files ?? DEFAULT_INSTRUCTION_FILES;
+  return readInstructionFiles(workspace, paths, {
+    // A follow-up starts from a head the model wrote: the instructions are the base's.
+    ...(run.request.followUp ? { revision: run.request.followUp.diffBase } : {}),
+    ...(run.request.readUntrustedTexts ? { read: run.request.readUntrustedTexts } : {}),
+    listMissing: config.instructions_files !== undefined,
+  });
 }
 
 async function testCommand(treeDir: string, config: RepoConfig): Promise<TestCommand | undefined> {

@@ -44,6 +44,8 @@ export interface HarnessOptions {
   onExhausted?: ScriptStep;
   /** Extra lines of the repository's `.github/frognano.yml`. */
   config?: string;
+  /** More files of the repository (e.g. `AGENTS.md`). */
+  files?: Record<string, string>;
   sandbox?: 'local' | 'docker';
   concurrency?: number;
   throttleMs?: number;
@@ -98,6 +100,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const python = options.python ?? PYTHON;
   if (!options.root) {
     const repo = createPythonRepo(join(root, 'src'), {
+      ...options.files,
       '.github/frognano.yml': `max_steps: 30\ntest: ${python} -m pytest\n${options.config ?? ''}`,
     });
     mkdirSync(join(root, 'git', OWNER), { recursive: true });
@@ -237,8 +240,13 @@ export interface Intercept {
    * is answered 401 and recorded in `authFailures`.
    */
   auth?: 'app' | 'installation';
-  /** Response headers (e.g. `retry-after`). */
+  /** Response headers (e.g. `retry-after`); a non-JSON `content-type` sends a string reply raw. */
   headers?: Record<string, string>;
+  /**
+   * May go unused (not "pending" at the end): a route every run asks, declared by helpers that
+   * also serve tests where no run starts. Still strict in what it matches and the credential.
+   */
+  optional?: boolean;
 }
 
 export interface GitHubMock {
@@ -309,7 +317,8 @@ function nockBackend(mock: Omit<GitHubMock, 'intercept'>): (spec: Intercept) => 
     let i = scope.intercept(spec.path, spec.method, spec.body as never);
     if (spec.query) i = i.query(spec.query);
     else i = i.query(true);
-    i.times(spec.times ?? 1).reply(function (_uri: string, body: unknown) {
+    i = i.times(spec.times ?? 1);
+    i.reply(function (_uri: string, body: unknown) {
       const header = this.req.headers.authorization as string | undefined;
       const what = `${spec.method} ${this.req.path.split('?')[0]}`;
       if (!checkAuth(mock, spec, what, header)) return [401, BAD_CREDENTIALS];
@@ -319,6 +328,7 @@ function nockBackend(mock: Omit<GitHubMock, 'intercept'>): (spec: Intercept) => 
         spec.headers ?? {},
       ];
     });
+    if (spec.optional) i.optionally();
     if (spec.persist) scope.persist();
   };
 }
@@ -368,9 +378,10 @@ export async function startFakeGitHub(mock: GitHubMock): Promise<FakeGitHub> {
         res.end(JSON.stringify(BAD_CREDENTIALS));
         return;
       }
-      res
-        .writeHead(route.status, { 'content-type': 'application/json', ...route.headers })
-        .end(JSON.stringify(route.reply(body)));
+      const headers = { 'content-type': 'application/json', ...route.headers };
+      const reply = route.reply(body);
+      const rawReply = typeof reply === 'string' && !headers['content-type'].includes('json');
+      res.writeHead(route.status, headers).end(rawReply ? reply : JSON.stringify(reply));
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -381,7 +392,7 @@ export async function startFakeGitHub(mock: GitHubMock): Promise<FakeGitHub> {
     unmatched,
     pending: () =>
       routes
-        .filter((r) => (r.persist ? r.used === 0 : r.used < (r.times ?? 1)))
+        .filter((r) => !r.optional && (r.persist ? r.used === 0 : r.used < (r.times ?? 1)))
         .map((r) => `${r.method} ${String(r.path)}`),
     close: () => {
       server.closeAllConnections();
@@ -441,9 +452,14 @@ export function mockBotIdentity(mock: GitHubMock, slug = 'frognano', userId = 41
  * reactions. Strict: anything else fails.
  */
 export function mockGitHub(
-  options: { permission?: string | false; reactions?: boolean } = {},
+  options: { permission?: string | false; reactions?: boolean; ownerConfig?: boolean } = {},
   mock: GitHubMock = newGitHubMock(),
 ): GitHubMock {
+  // Every run asks for the owner's `.github/frognano.yml` (Codertocat has none); a test of it
+  // passes `ownerConfig: false` and mocks the files itself (mockConfigFile).
+  if (options.ownerConfig !== false) {
+    mockConfigFile(mock, { repo: '.github', status: 404, persist: true, optional: true });
+  }
   mock.intercept({
     method: 'POST',
     path: '/app/installations/1/access_tokens',
@@ -481,6 +497,37 @@ export function mockGitHub(
     },
   });
   return mock;
+}
+
+/**
+ * A repository's `.github/frognano.yml` (or `path`) as Probot's config plugin asks for it: the
+ * raw contents (`text`), or `status` (404: no such file, or the App is not installed there).
+ */
+export function mockConfigFile(
+  mock: GitHubMock,
+  file: {
+    owner?: string;
+    repo: string;
+    path?: string;
+    text?: string;
+    status?: number;
+    times?: number;
+    persist?: boolean;
+    optional?: boolean;
+  },
+): void {
+  const path = encodeURIComponent(file.path ?? '.github/frognano.yml');
+  mock.intercept({
+    method: 'GET',
+    path: `/repos/${file.owner ?? OWNER}/${file.repo}/contents/${path}`,
+    status: file.status ?? 200,
+    auth: 'installation',
+    ...(file.times !== undefined ? { times: file.times } : {}),
+    ...(file.persist ? { persist: true } : {}),
+    ...(file.optional ? { optional: true } : {}),
+    headers: { 'content-type': 'text/plain; charset=utf-8' },
+    reply: () => (file.text === undefined ? 'Not Found' : file.text),
+  });
 }
 
 /**

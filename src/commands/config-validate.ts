@@ -1,0 +1,48 @@
+// `frognano config validate [FILE]`: every problem of a `.github/frognano.yml`, worded as a run
+// words it, at its line, before a run fails on it. Exit 0 (valid) or 1.
+import { lstat, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { checkConfigBytes, type ConfigProblem } from '../runner/config-problems.js';
+import { MAX_CONFIG_BYTES, REPO_CONFIG_PATH, tooLarge } from '../runner/repo-config.js';
+import { terminalText } from './terminal-text.js';
+
+export interface ConfigValidateIo {
+  stdout: (line: string) => void;
+  /** Where a relative FILE is found (default the process's directory). */
+  cwd?: string;
+}
+
+export async function configValidateCommand(
+  file: string | undefined,
+  options: { json?: boolean },
+  io: ConfigValidateIo,
+): Promise<number> {
+  const shown = file ?? REPO_CONFIG_PATH;
+  const problems = await problemsOf(path.resolve(io.cwd ?? process.cwd(), shown));
+  if (options.json) {
+    io.stdout(JSON.stringify({ file: shown, valid: problems.length === 0, problems }));
+  } else if (problems.length === 0) {
+    io.stdout('valid');
+  } else {
+    for (const p of problems) {
+      const at =
+        p.line === undefined ? '' : `:${p.line}${p.column === undefined ? '' : `:${p.column}`}`;
+      io.stdout(terminalText(`${shown}${at}: ${p.message}`));
+    }
+  }
+  return problems.length === 0 ? 0 : 1;
+}
+
+async function problemsOf(file: string): Promise<ConfigProblem[]> {
+  const info = await lstat(file).catch(() => undefined);
+  if (!info) return [{ message: 'not found: give the path of a frognano config file' }];
+  if (info.isSymbolicLink()) {
+    return [{ message: 'must be a regular file, not a symbolic link (a run refuses it too)' }];
+  }
+  if (!info.isFile()) return [{ message: 'must be a regular file' }];
+  // The run's own words, without the file name it puts first.
+  if (info.size > MAX_CONFIG_BYTES) return [{ message: tooLarge('', info.size).slice(2) }];
+  const checked = checkConfigBytes(await readFile(file));
+  // In the file's order: the run names the first it meets.
+  return [...checked.problems].sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
+}
