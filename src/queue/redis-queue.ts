@@ -59,10 +59,16 @@ const TICKET_STALLS = 1_000_000;
 
 // KEYS: none (all keys derive from the prefix in ARGV[1]; one Redis, not a cluster).
 
-// A run's place in the queued sets, from its hash (group, turn, fm = its member in `fair`).
+// A run's place in the queued sets, from its hash (group, turn, fm = its member in `fair`). A
+// run recorded before fair share existed is its own group, at turn 0 (ahead, in its order).
 const QUEUED_FN = `
 local function queue_run(p, id)
-  local h = redis.call('HMGET', p..'run:'..id, 'seq', 'group', 'turn', 'fm')
+  local r = p..'run:'..id
+  local h = redis.call('HMGET', r, 'seq', 'group', 'turn', 'fm', 'key')
+  if not h[4] then
+    h[2], h[3], h[4] = h[5], 0, string.format('%016d', tonumber(h[1]))..':'..id
+    redis.call('HSET', r, 'group', h[2], 'turn', 0, 'fm', h[4])
+  end
   redis.call('ZADD', p..'queued', h[1], id)
   redis.call('ZADD', p..'fair', h[3], h[4])
   redis.call('ZADD', p..'gq:'..h[2], h[3], id)
@@ -295,18 +301,13 @@ if not rank then return false end
 return rank + 1
 `;
 
-// Runs queued before fair share existed: each its own group, turn 0 (ahead, in their order).
-const MIGRATE_FAIR = `
+// Runs queued before fair share existed get their place in the fair order.
+const MIGRATE_FAIR = `${QUEUED_FN}
 local p = ARGV[1]
 local n = 0
 for _, id in ipairs(redis.call('ZRANGE', p..'queued', 0, -1)) do
-  local r = p..'run:'..id
-  if not redis.call('HGET', r, 'fm') then
-    local seq, key = redis.call('HGET', r, 'seq'), redis.call('HGET', r, 'key')
-    local fm = string.format('%016d', tonumber(seq))..':'..id
-    redis.call('HSET', r, 'group', key, 'turn', 0, 'fm', fm)
-    redis.call('ZADD', p..'fair', 0, fm)
-    redis.call('ZADD', p..'gq:'..key, 0, id)
+  if not redis.call('HGET', p..'run:'..id, 'fm') then
+    queue_run(p, id)
     n = n + 1
   end
 end

@@ -123,18 +123,21 @@ describe('RedisQueue claim tickets', () => {
     expect(await tickets.getJobState('spare')).toBe('completed');
   });
 
-  it('keeps runs queued before fair share first, in their order', async () => {
-    // What an earlier version left in Redis: run hashes without a group or turn, one job each.
+  it('keeps runs queued before fair share first, in their order, a lost one too', async () => {
+    // What an earlier version left in Redis: run hashes without a group or turn, one job each;
+    // the third run was running on a worker that died (BullMQ put its job back in the wait list).
     const redis = new Redis(REDIS_URL);
     const p = `${prefix}:fn:`;
-    const old = [randomUUID(), randomUUID()];
+    const old = [randomUUID(), randomUUID(), randomUUID()];
     try {
       for (const [i, id] of old.entries()) {
+        const running = i === 2;
         await redis.hset(`${p}run:${id}`, {
           key: `o/r#${i + 1}`,
           deliveryId: '',
-          state: 'queued',
-          attempts: 0,
+          state: running ? 'running' : 'queued',
+          attempts: running ? 1 : 0,
+          owner: running ? 'a-dead-worker' : '',
           cancel: 0,
           rest: 0,
           createdAt: Date.now(),
@@ -143,7 +146,8 @@ describe('RedisQueue claim tickets', () => {
         });
         await redis.set(`${p}job:${id}`, JSON.stringify({ n: i + 1 }));
         await redis.zadd(`${p}runs`, i + 1, id);
-        await redis.zadd(`${p}queued`, i + 1, id);
+        if (running) await redis.sadd(`${p}running`, id);
+        else await redis.zadd(`${p}queued`, i + 1, id);
         await redis.set(`${p}active:o/r#${i + 1}`, id);
         await redis.set(`${p}seq`, i + 1);
       }
@@ -152,14 +156,15 @@ describe('RedisQueue claim tickets', () => {
     }
     const legacy = bull();
     for (const id of old) await legacy.add('run', { runId: id }, { jobId: id });
-    const q = await open(3);
-    const fresh = await q.enqueue({ key: 'o/r#1', group: 'o/r', job: { n: 3 } });
+    const q = await open(4);
+    expect((await q.recoverInterrupted()).requeued.map((r) => r.id)).toEqual([old[2]]);
+    const fresh = await q.enqueue({ key: 'o/r#1', group: 'o/r', job: { n: 5 } });
     expect(fresh.status).toBe('active');
     const other = await q.enqueue({ key: 'x/y#1', group: 'x/y', job: { n: 4 } });
-    expect(other).toMatchObject({ status: 'queued', position: 3 });
-    expect(await Promise.all(old.map((id) => q.position(id)))).toEqual([1, 2]);
+    expect(other).toMatchObject({ status: 'queued', position: 4 });
+    expect(await Promise.all(old.map((id) => q.position(id)))).toEqual([1, 2, 3]);
     const order = [];
     for (let run = await q.claim(); run; run = await q.claim()) order.push(run.job.n);
-    expect(order).toEqual([1, 2, 4]);
+    expect(order).toEqual([1, 2, 3, 4]);
   });
 });
