@@ -329,6 +329,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     onEnqueued: () => workers?.kick(),
     onCancelRequested: (runId) => workers?.abort(runId),
     retryMs: options.intakeRetryMs,
+    ...(config.maxQueuedPerRepo !== undefined && { maxQueuedPerRepo: config.maxQueuedPerRepo }),
     onUse: useCommandHandler({
       queue,
       dataDir: config.dataDir,

@@ -361,6 +361,70 @@ describe('triggers through probot.receive()', () => {
   });
 });
 
+describe('FROGNANO_MAX_QUEUED_PER_REPO', () => {
+  it('refuses a run past the cap with one line in its status comment and no run; room again once one leaves', async () => {
+    const held = gate();
+    harness = await startHarness({
+      script: [held.step],
+      env: { FROGNANO_MAX_QUEUED_PER_REPO: '2' },
+    });
+    const gh = mockGitHub();
+    for (const issue of [1, 2, 3, 4]) mockStatusComment(gh, issue);
+    const receive = (id: string, name: string, payload: unknown) =>
+      harness!.app.probot!.receive({ id, name, payload } as never);
+    const label = (issue: number, id = `label-${issue}`) =>
+      receive(id, 'issues', labeledPayload({ sender: maintainer, issueNumber: issue }));
+
+    await label(1);
+    await held.reached; // issue 1 runs: it is not waiting
+    await label(2);
+    await label(3);
+    await label(4);
+    await harness.app.intake!.idle();
+    const queue = harness.app.queue!;
+    expect((await queue.list()).map((r) => [r.key, r.state])).toEqual([
+      ['codertocat/hello-world#1', 'running'],
+      ['codertocat/hello-world#2', 'queued'],
+      ['codertocat/hello-world#3', 'queued'],
+    ]);
+    const refusal = gh.statusBodies.filter((b) => b.includes('not queued'));
+    expect(refusal).toHaveLength(1);
+    expect(refusal[0]!.split('\n')[1]).toBe(
+      '🐸 **frognano**: not queued: Codertocat/Hello-World already has 2 runs waiting, the most this server queues per repository (`FROGNANO_MAX_QUEUED_PER_REPO`). Comment `/frognano retry` once some have started.',
+    );
+    expect(gh.calls).toContain('POST /repos/Codertocat/Hello-World/issues/4/comments');
+    expect(gh.statusBodies.filter((b) => b.includes('queued (position'))).toHaveLength(2);
+
+    // A queued run leaves (cancelled): issue 4 fits now, at the end.
+    await receive(
+      'cancel-2',
+      'issue_comment',
+      commentPayload({ sender: maintainer, issueNumber: 2, body: '/frognano cancel' }),
+    );
+    await receive(
+      'retry-4',
+      'issue_comment',
+      commentPayload({ sender: maintainer, issueNumber: 4, body: '/frognano retry' }),
+    );
+    await harness.app.intake!.idle();
+    const four = (await queue.list('queued')).find((r) => r.key.endsWith('#4'));
+    expect(four).toBeDefined();
+    expect(await queue.position(four!.id)).toBe(2);
+    expect(gh.statusBodies.at(-1)).toContain('queued (position 2)');
+    for (const issue of [3, 4, 1]) {
+      await receive(
+        `cancel-${issue}`,
+        'issue_comment',
+        commentPayload({ sender: maintainer, issueNumber: issue, body: '/frognano cancel' }),
+      );
+    }
+    await harness.app.intake!.idle();
+    held.release();
+    await harness.app.workers!.idle();
+    expect(gh.authFailures).toEqual([]);
+  }, 180_000);
+});
+
 describe('GitHub failing during intake', () => {
   it('retries a delivery whose permission check failed (its run held meanwhile), then runs it once', async () => {
     harness = await startHarness({ script: [finalAnswer('Nothing to change.')] });

@@ -87,6 +87,7 @@ export const AppEnv = z.object({
     .default('docker'),
   FROGNANO_RETENTION_DAYS: positiveInt('a whole number of days (at least 1)').default(30),
   FROGNANO_REPLAY_WINDOW_HOURS: positiveInt('a whole number of hours (at least 1)').default(168),
+  FROGNANO_MAX_QUEUED_PER_REPO: positiveInt('a whole number of runs (at least 1)').optional(),
   FROGNANO_BOT_NAME: z.string().trim().min(1).optional(),
   // Bot addresses look like 41898282+frognano[bot]@users.noreply.github.com: not RFC-strict.
   FROGNANO_BOT_EMAIL: z
@@ -120,6 +121,8 @@ export interface AppConfig {
   retentionDays: number;
   /** The same raw webhook body under another delivery id within this window is a replay. */
   replayWindowMs: number;
+  /** Runs one repository may have waiting; a trigger past it is refused (unset: no cap). */
+  maxQueuedPerRepo?: number;
 }
 
 export class AppConfigError extends Error {
@@ -182,6 +185,9 @@ export function loadAppConfig(
     sandbox: e.FROGNANO_SANDBOX,
     retentionDays: e.FROGNANO_RETENTION_DAYS,
     replayWindowMs: e.FROGNANO_REPLAY_WINDOW_HOURS * 3600_000,
+    ...(e.FROGNANO_MAX_QUEUED_PER_REPO !== undefined && {
+      maxQueuedPerRepo: e.FROGNANO_MAX_QUEUED_PER_REPO,
+    }),
     botIdentity:
       e.FROGNANO_BOT_NAME && e.FROGNANO_BOT_EMAIL
         ? { name: e.FROGNANO_BOT_NAME, email: e.FROGNANO_BOT_EMAIL }

@@ -11,6 +11,11 @@
 //   meanwhile gets no "queued" comment, and a position is the current one.
 // Deliveries stay pending in the queue's database until decided, so a crash in between loses
 // nothing.
+// Fair share: a run's queue group is its repository (owner/name), so runs are taken round robin
+// across repositories and `maxQueuedPerRepo` caps what one repository may have waiting. Not the
+// installation: one installation often covers a whole organization, and one team's burst must
+// not make every other repository of it wait; the person labelling issues acts in one
+// repository, and a repository is what the cap refusal can name.
 import type { Logger } from 'pino';
 import type { Queue } from '../queue/types.js';
 import type { GitHubClient } from './octokit.js';
@@ -42,6 +47,8 @@ export interface IntakeDeps {
   onCancelRequested?: (runId: string) => void;
   /** Wait before retrying deliveries whose decision failed (default 30 s). */
   retryMs?: number;
+  /** Runs one repository may have waiting (held ones included); past it, refused. Unset: no cap. */
+  maxQueuedPerRepo?: number;
   /** `/frognano use K` from a permitted sender: does it, returns the reply (src/github/use-attempt.ts). */
   onUse?: (
     decision: Extract<AcceptedTrigger, { kind: 'use' }>,
@@ -95,7 +102,7 @@ export class Intake {
       bodySha256,
       run:
         decision.kind === 'run'
-          ? { key, job: jobFor(deliveryId, decision), held: true }
+          ? { key, job: jobFor(deliveryId, decision), held: true, ...this.#share(decision) }
           : undefined,
     });
     if (admitted.status === 'duplicate') return 'duplicate';
@@ -113,9 +120,18 @@ export class Intake {
         { runId: enqueued.run.id, key, position: enqueued.position },
         'run accepted, held for the permission check',
       );
+    } else if (enqueued?.status === 'full') {
+      // Decided (and answered) after the permission check, when the queue may have room again.
+      log.info({ key, queued: enqueued.queued }, 'run not accepted: its repository queue is full');
     }
     this.#decideLater(deliveryId, decision);
     return 'accepted';
+  }
+
+  /** The run's fair-share group (its repository) and the cap on what that group may queue. */
+  #share(t: TriggerTarget): { group: string; maxQueuedInGroup?: number } {
+    const cap = this.deps.maxQueuedPerRepo;
+    return { group: repoKey(t), ...(cap !== undefined ? { maxQueuedInGroup: cap } : {}) };
   }
 
   /** Decides every pending delivery not being decided already (at start, and retries). */
@@ -296,8 +312,12 @@ export class Intake {
       if (await queue.release(runId, job)) this.deps.onEnqueued?.();
     } else {
       // Accepted while another run was active (or recorded before runs were made at accept).
-      const enqueued = await queue.enqueue({ key, job, deliveryId });
+      const enqueued = await queue.enqueue({ key, job, deliveryId, ...this.#share(decision) });
       if (enqueued.status === 'duplicate') return undefined;
+      if (enqueued.status === 'full') {
+        this.#refuseFull(decision, enqueued.queued);
+        return undefined;
+      }
       if (enqueued.status === 'active') {
         this.#write({ kind: 'reaction', target: decision, runId: enqueued.run.id });
         this.#write({
@@ -333,6 +353,30 @@ export class Intake {
       },
     });
     return id;
+  }
+
+  /** One line in the status comment: the repository has as many runs waiting as allowed. */
+  #refuseFull(decision: Extract<AcceptedTrigger, { kind: 'run' }>, queued: number): void {
+    const { queue, log } = this.deps;
+    const key = issueKey(decision);
+    log.info(
+      { key, queued, limit: this.deps.maxQueuedPerRepo },
+      'run refused: repository queue full',
+    );
+    this.#write({ kind: 'reaction', target: decision });
+    const limit = this.deps.maxQueuedPerRepo ?? queued;
+    const repo = `${decision.owner}/${decision.repo}`;
+    const followUp = decision.source === 'review';
+    const trigger = triggerWords(decision);
+    this.#write({
+      kind: 'status',
+      target: decision,
+      render: async () => {
+        // A run of this issue made meanwhile owns the comment.
+        if (await queue.activeFor(key)) return undefined;
+        return { body: renderStatus({ kind: 'full', repo, limit, followUp }, { trigger }) };
+      },
+    });
   }
 
   #write(task: WriteTask): void {
@@ -476,6 +520,11 @@ export async function statusCommentId(
 ): Promise<number | undefined> {
   const note = await queue.getNote(key, STATUS_COMMENT_NOTE);
   return note ? Number(note) : undefined;
+}
+
+/** The fair-share group of a run: its repository, `owner/name` as GitHub compares them. */
+export function repoKey(t: { owner: string; repo: string }): string {
+  return `${t.owner}/${t.repo}`.toLowerCase();
 }
 
 export function triggerWords(t: AcceptedTrigger | IssueJob): string {

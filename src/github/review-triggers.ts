@@ -3,7 +3,7 @@
 // comment; `/frognano cancel` on the PR. Whether the PR is one this App opened is asked later,
 // through the API, after the sender's permission (intake.ts).
 import { z } from 'zod';
-import { isBot, type TriggerDecision, type TriggerTarget } from './triggers.js';
+import { isBot, parseCommand, type TriggerDecision, type TriggerTarget } from './triggers.js';
 
 const User = z.object({ login: z.string(), id: z.number(), type: z.string().optional() });
 
@@ -63,7 +63,10 @@ export const PullRequestCommentPayload = z.object({
   ...Common,
 });
 
-export type ReviewCommand = { verb: 'feedback'; text: string } | { verb: 'cancel' };
+export type ReviewCommand =
+  | { verb: 'feedback'; text: string }
+  | { verb: 'cancel' }
+  | { verb: 'use'; attempt: number | undefined };
 
 /**
  * `/frognano` at the very start, then the feedback (possibly none: the review threads may say
@@ -76,6 +79,12 @@ export function parseReviewCommand(body: string): ReviewCommand | undefined {
   const rest = (m[1] ?? '').trim();
   if (/^cancel$/i.test(rest)) return { verb: 'cancel' };
   return { verb: 'feedback', text: rest };
+}
+
+/** `/frognano use K` wherever it is written on the pull request (a bad K too), else the rest. */
+function readCommand(body: string): ReviewCommand | undefined {
+  const use = parseCommand(body);
+  return use?.verb === 'use' ? use : parseReviewCommand(body);
 }
 
 /** The decision for a PR event, or undefined when the event is not one of ours. */
@@ -93,7 +102,7 @@ export function decideReviewTrigger(
     if (state !== 'commented' && state !== 'changes_requested') {
       return { kind: 'ignore', reason: `review state ${state}` };
     }
-    const command = parseReviewCommand(p.review.body ?? '');
+    const command = readCommand(p.review.body ?? '');
     if (!command) return { kind: 'ignore', reason: 'not a command' };
     if (isBot(p.review.user)) return { kind: 'ignore', reason: 'review by a bot' };
     return gatePull(p, p.pull_request, command, {
@@ -109,7 +118,7 @@ export function decideReviewTrigger(
     const p = parsed.data;
     // Edited comments are ignored: editing an old comment must not start a new run.
     if (p.action !== 'created') return { kind: 'ignore', reason: `review_comment.${p.action}` };
-    const command = parseReviewCommand(p.comment.body);
+    const command = readCommand(p.comment.body);
     if (!command) return { kind: 'ignore', reason: 'not a command' };
     if (isBot(p.comment.user)) return { kind: 'ignore', reason: 'comment by a bot' };
     return gatePull(p, p.pull_request, command, {
@@ -123,7 +132,7 @@ export function decideReviewTrigger(
     if (!parsed.success) return undefined;
     const p = parsed.data;
     if (p.action !== 'created') return { kind: 'ignore', reason: `issue_comment.${p.action}` };
-    const command = parseReviewCommand(p.comment.body ?? '');
+    const command = readCommand(p.comment.body ?? '');
     if (!command) return { kind: 'ignore', reason: 'not a command' };
     if (isBot(p.comment.user)) return { kind: 'ignore', reason: 'comment by a bot' };
     return gatePull(p, p.issue, command, {
@@ -161,6 +170,8 @@ function gatePull(
     pullRequest: true,
   };
   if (command.verb === 'cancel') return { kind: 'cancel', ...target };
+  // Closed or not ours: use-attempt.ts answers that itself.
+  if (command.verb === 'use') return { kind: 'use', attempt: command.attempt, ...target };
   if (pull.locked) return { kind: 'refuse', reason: 'locked', ...target };
   if (pull.state === 'closed') return { kind: 'refuse', reason: 'closed', ...target };
   return {

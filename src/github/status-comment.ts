@@ -50,7 +50,9 @@ export type StatusState =
   | ({ kind: 'failed'; reason: string; detail?: string; followUp?: boolean } & Notes)
   | { kind: 'cancelled'; by?: string }
   | { kind: 'interrupted' }
-  | { kind: 'busy'; state: 'queued' | 'running' };
+  | { kind: 'busy'; state: 'queued' | 'running' }
+  /** Not queued: the repository has `limit` runs waiting (FROGNANO_MAX_QUEUED_PER_REPO). */
+  | { kind: 'full'; repo: string; limit: number; followUp?: boolean };
 
 const PHASE_WORDS: Record<RunPhase, string> = {
   clone: 'cloning the repository',
@@ -163,6 +165,11 @@ export function renderStatus(
     case 'interrupted':
       lines.push(
         '🐸 **frognano**: interrupted: the app is shutting down. The run will be queued again once when it restarts.',
+      );
+      break;
+    case 'full':
+      lines.push(
+        `🐸 **frognano**: not queued: ${state.repo} already has ${state.limit} run${state.limit === 1 ? '' : 's'} waiting, the most this server queues per repository (\`FROGNANO_MAX_QUEUED_PER_REPO\`). ${state.followUp ? 'Comment `/frognano <what to change>` again' : 'Comment `/frognano retry`'} once some have started.`,
       );
       break;
     case 'busy':

@@ -79,8 +79,11 @@ export type TriggerDecision =
       attempts?: number;
     } & TriggerTarget)
   | ({ kind: 'cancel' } & TriggerTarget)
-  /** `/frognano use K` on a pull request (`issueNumber` is the pull request's). */
-  | ({ kind: 'use'; attempt: number } & TriggerTarget)
+  /**
+   * `/frognano use K` on a pull request (`issueNumber` is the pull request's); `attempt` is
+   * undefined when K is not a whole number (refused with the valid range by use-attempt.ts).
+   */
+  | ({ kind: 'use'; attempt: number | undefined } & TriggerTarget)
   | ({ kind: 'refuse'; reason: 'closed' | 'locked' } & TriggerTarget);
 
 export interface TriggerOptions {
@@ -95,13 +98,18 @@ export function isBot(user: { login: string; type?: string | undefined }): boole
 export type Command =
   | { verb: 'retry'; guidance?: string; attempts?: number }
   | { verb: 'cancel' }
-  | { verb: 'use'; attempt: number };
+  | { verb: 'use'; attempt: number | undefined };
 
 /**
  * A command is the whole comment: its first line is `/frognano retry [xN] [guidance]`, exactly
- * `/frognano cancel`, or exactly `/frognano use K` (K from 1 to 8, on the bot's pull request). Retry guidance may continue on the following lines; `xN` (N from
+ * `/frognano cancel`, or `/frognano use K` (on the bot's pull request). Retry guidance may continue on the following lines; `xN` (N from
  * 1 to 8, right after `retry`) asks for N parallel attempts. A command quoted in a reply, buried in prose or glued to other words
  * (`/frognano retrying`) is not a command.
+ *
+ * `use` with nothing after it, or with anything starting like a number (`use 9`, `use -1`,
+ * `use 1e3`, `use 1 2`) is `use`: a bad K is answered with the valid range, never read as
+ * feedback for a follow-up run. `use` followed by words (`use the project's style`) is not a
+ * command here: on a pull request it is feedback.
  */
 export function parseCommand(body: string): Command | undefined {
   const text = body.replace(/\r\n?/g, '\n').trim();
@@ -110,8 +118,10 @@ export function parseCommand(body: string): Command | undefined {
   const verb = (m[1] ?? '').toLowerCase();
   const rest = (m[2] ?? '').trim();
   if (verb === 'cancel') return rest === '' ? { verb: 'cancel' } : undefined;
-  if (verb === 'use')
-    return /^[1-8]$/.test(rest) ? { verb: 'use', attempt: Number(rest) } : undefined;
+  if (verb === 'use') {
+    if (rest !== '' && !/^[-+]?[.\d]/.test(rest)) return undefined;
+    return { verb: 'use', attempt: /^[-+]?\d+$/.test(rest) ? Number(rest) : undefined };
+  }
   const count = /^[x×]([1-8])(?=$|[ \t\n])([\s\S]*)$/i.exec(rest);
   const attempts = count ? { attempts: Number(count[1]) } : {};
   const guidance = (count ? (count[2] ?? '') : rest).trim();
@@ -178,7 +188,7 @@ function useCommand(rawPayload: unknown): TriggerDecision | undefined {
 }
 
 /** `/frognano use K` means something only on a pull request (publishing checks it is ours). */
-function gateUse(p: IssueCommentPayload, attempt: number): TriggerDecision {
+function gateUse(p: IssueCommentPayload, attempt: number | undefined): TriggerDecision {
   if (isBot(p.sender)) return { kind: 'ignore', reason: 'sender is a bot' };
   if (p.issue.pull_request === undefined || p.issue.pull_request === null)
     return { kind: 'ignore', reason: '`use` on an issue, not a pull request' };

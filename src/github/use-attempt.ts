@@ -38,7 +38,8 @@ export interface UseAttemptParams {
   owner: string;
   repo: string;
   pullNumber: number;
-  attempt: number;
+  /** Undefined: what followed `use` is not a whole number. */
+  attempt: number | undefined;
   /** The person who commented (already permission-checked). */
   by: { login: string; id: number };
   /** The latest finished run of issue N (the branch is `frognano/issue-N`). */
@@ -80,17 +81,20 @@ export async function useAttempt(p: UseAttemptParams): Promise<UseAttemptOutcome
     return refuse(
       'the run behind this pull request had one attempt: there is nothing to switch to.',
     );
-  const chosen = attempts.find((a) => a.attempt === p.attempt);
-  if (!chosen)
+  const range = `the run had ${attempts.length} attempts; pick one from 1 to ${attempts.length}.`;
+  const k = p.attempt;
+  if (k === undefined)
     return refuse(
-      `the run had ${attempts.length} attempts; pick one from 1 to ${attempts.length}.`,
+      `\`/frognano use\` takes one attempt number: ${range} (For feedback that starts with a number, put a word before it.)`,
     );
-  if (run.result.selectedAttempt === p.attempt)
-    return refuse(`attempt ${p.attempt} is already the change of this pull request.`);
-  if (chosen.patch.trim() === '') return refuse(`attempt ${p.attempt} changed nothing.`);
+  const chosen = attempts.find((a) => a.attempt === k);
+  if (!chosen) return refuse(range);
+  if (run.result.selectedAttempt === k)
+    return refuse(`attempt ${k} is already the change of this pull request.`);
+  if (chosen.patch.trim() === '') return refuse(`attempt ${k} changed nothing.`);
   if (chosen.violations.length > 0)
     return refuse(
-      `attempt ${p.attempt}'s change breaks the repository policy (${chosen.violations.map((v) => v.rule).join(', ')}).`,
+      `attempt ${k}'s change breaks the repository policy (${chosen.violations.map((v) => v.rule).join(', ')}).`,
     );
   if (!run.result.baseCommit) return refuse('the run did not record the commit it started from.');
 
@@ -99,9 +103,9 @@ export async function useAttempt(p: UseAttemptParams): Promise<UseAttemptOutcome
     head: pr.head.sha,
     baseCommit: run.result.baseCommit,
     patch: chosen.patch,
-    message: useMessage(p, issueNumber, run.runId),
+    message: useMessage(p, k, issueNumber, run.runId),
   });
-  const switched = withSelected(run.result, p.attempt, p.by.login);
+  const switched = withSelected(run.result, k, p.by.login);
   await p.octokit.rest.pulls.update({
     owner: p.owner,
     repo: p.repo,
@@ -119,8 +123,8 @@ export async function useAttempt(p: UseAttemptParams): Promise<UseAttemptOutcome
     .catch((error: unknown) =>
       p.log.warn({ err: error, runId: run.runId }, 'could not record the new selection'),
     );
-  p.log.info({ pr: p.pullNumber, attempt: p.attempt, commit }, 'switched to another attempt');
-  return { kind: 'switched', commit, attempt: p.attempt };
+  p.log.info({ pr: p.pullNumber, attempt: k, commit }, 'switched to another attempt');
+  return { kind: 'switched', commit, attempt: k };
 }
 
 /**
@@ -188,12 +192,12 @@ async function commitAttempt(
   }
 }
 
-function useMessage(p: UseAttemptParams, issueNumber: number, runId: string): string {
+function useMessage(p: UseAttemptParams, k: number, issueNumber: number, runId: string): string {
   const email = `${p.by.id}+${p.by.login}@${p.noreplyDomain}`;
   return [
-    `frognano: use attempt ${p.attempt} for #${issueNumber}`,
+    `frognano: use attempt ${k} for #${issueNumber}`,
     '',
-    `Replaces the change with attempt ${p.attempt} of run ${runId}, as @${p.by.login} asked with \`/frognano use ${p.attempt}\`.`,
+    `Replaces the change with attempt ${k} of run ${runId}, as @${p.by.login} asked with \`/frognano use ${k}\`.`,
     '',
     `Co-authored-by: ${p.by.login} <${email}>`,
     '',
@@ -274,7 +278,7 @@ export function useCommandHandler(deps: UseCommandDeps) {
   };
   return async (
     decision: { owner: string; repo: string; issueNumber: number; installationId: number } & {
-      attempt: number;
+      attempt: number | undefined;
       sender: { login: string; id: number };
     },
     octokit: GitHubClient,

@@ -3,6 +3,8 @@
 //   and the raw trigger waits here (state `pending`) until intake has handled it - a crash
 //   between acknowledging GitHub and enqueueing loses nothing.
 // - runs: one row per run; a partial unique index allows one active (queued/running) run per key.
+//   Queued runs are handed out round robin across groups: each run gets a turn when it arrives,
+//   and the queue's order is by turn, then arrival (see `enqueue`).
 // - notes: small per-key facts that outlive runs (the status comment id of an issue).
 // It knows nothing of GitHub: jobs are opaque JSON, keys are strings.
 // The schema carries its version in PRAGMA user_version and migrates forward on open.
@@ -18,6 +20,8 @@ export type RunState = 'queued' | 'running' | 'done' | 'failed' | 'cancelled';
 export interface RunRecord<J = unknown> {
   id: string;
   key: string;
+  /** Its fair-share group: runs are taken round robin across groups (the key when not given). */
+  group: string;
   deliveryId?: string;
   state: RunState;
   /** How many times a worker claimed it (a restart that interrupts it counts one). */
@@ -37,7 +41,22 @@ export interface RunRecord<J = unknown> {
 export type EnqueueResult<J> =
   | { status: 'queued'; run: RunRecord<J>; position: number }
   | { status: 'active'; run: RunRecord<J> }
-  | { status: 'duplicate' };
+  | { status: 'duplicate' }
+  /** The group already has `maxQueuedInGroup` runs waiting (held ones included): none made. */
+  | { status: 'full'; queued: number };
+
+/** What to enqueue: a run for `key` in fair-share `group` (default: the key itself). */
+export interface EnqueueInput<J> {
+  key: string;
+  job: J;
+  deliveryId?: string;
+  id?: string;
+  /** Counts for positions and blocks its key, but is not claimed before `release`. */
+  held?: boolean;
+  group?: string;
+  /** Refuse (`full`) when the group has this many queued runs already. */
+  maxQueuedInGroup?: number;
+}
 
 export interface PendingDelivery {
   deliveryId: string;
@@ -83,6 +102,8 @@ interface RunRow {
   outcome: string | null;
   summary: string | null;
   held: number;
+  grp: string;
+  turn: number;
 }
 
 // Version 0: the schema as first released (no user_version). Kept verbatim so an old file and a
@@ -130,6 +151,14 @@ const MIGRATIONS: string[] = [
   `ALTER TABLE deliveries ADD COLUMN body_sha256 TEXT;
    CREATE INDEX deliveries_by_body ON deliveries(body_sha256, received_at);
    ALTER TABLE runs ADD COLUMN held INTEGER NOT NULL DEFAULT 0;`,
+  // 2: fair share across groups (repositories). Earlier runs are each their own group, turn 0:
+  // they keep their order and go before later arrivals.
+  `ALTER TABLE runs ADD COLUMN grp TEXT NOT NULL DEFAULT '';
+   UPDATE runs SET grp = key;
+   ALTER TABLE runs ADD COLUMN turn INTEGER NOT NULL DEFAULT 0;
+   CREATE INDEX runs_fair ON runs(state, turn, seq);
+   CREATE INDEX runs_by_group ON runs(grp, state, turn);
+   CREATE TABLE fair_groups (grp TEXT PRIMARY KEY, claimed_turn INTEGER NOT NULL);`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
@@ -248,7 +277,7 @@ export class RunQueue<J = unknown> {
     event: string;
     payload: unknown;
     bodySha256?: string;
-    run?: { key: string; job: J; held?: boolean };
+    run?: Omit<EnqueueInput<J>, 'deliveryId' | 'id'>;
   }): AdmitResult<J> {
     const tx = this.#db.transaction((): AdmitResult<J> => {
       const now = Date.now();
@@ -267,12 +296,7 @@ export class RunQueue<J = unknown> {
       }
       this.recordDelivery(input.deliveryId, input.event, input.payload, input.bodySha256);
       if (!input.run) return { status: 'recorded' };
-      const enqueued = this.enqueue({
-        key: input.run.key,
-        job: input.run.job,
-        deliveryId: input.deliveryId,
-        held: input.run.held,
-      });
+      const enqueued = this.enqueue({ ...input.run, deliveryId: input.deliveryId });
       return { status: 'recorded', enqueued };
     });
     return tx.immediate();
@@ -300,16 +324,18 @@ export class RunQueue<J = unknown> {
   }
 
   /**
-   * Enqueues unless this key already has an active run or this delivery already made one. A held
-   * run counts for positions and blocks its key, but no worker claims it before `release`.
+   * Enqueues unless this key already has an active run, this delivery already made one, or the
+   * group is full. A held run counts for positions and blocks its key, but no worker claims it
+   * before `release`.
+   *
+   * Fair share (start-time fair queueing with one unit per run): a run's turn is the current
+   * round (the highest turn claimed so far), or one past its group's last turn (its latest run
+   * queued or claimed), whichever is later; runs are taken by turn, then arrival. So each group
+   * with waiting runs gets one run per round, in the order their oldest runs arrived, a newcomer
+   * joins the current round, and a group gains no credit while idle. Turns never change once
+   * given, so a position is a plain count of the runs before it.
    */
-  enqueue(input: {
-    key: string;
-    job: J;
-    deliveryId?: string;
-    id?: string;
-    held?: boolean;
-  }): EnqueueResult<J> {
+  enqueue(input: EnqueueInput<J>): EnqueueResult<J> {
     const tx = this.#db.transaction((): EnqueueResult<J> => {
       if (input.deliveryId) {
         const seen = this.#db
@@ -319,10 +345,17 @@ export class RunQueue<J = unknown> {
       }
       const active = this.activeFor(input.key);
       if (active) return { status: 'active', run: active };
+      const group = input.group ?? input.key;
+      if (input.maxQueuedInGroup !== undefined) {
+        const { n } = this.#db
+          .prepare(`SELECT COUNT(*) AS n FROM runs WHERE grp = ? AND state = 'queued'`)
+          .get(group) as { n: number };
+        if (n >= input.maxQueuedInGroup) return { status: 'full', queued: n };
+      }
       const id = input.id ?? randomUUID();
       this.#db
         .prepare(
-          `INSERT INTO runs (id, key, delivery_id, state, job, created_at, held) VALUES (?, ?, ?, 'queued', ?, ?, ?)`,
+          `INSERT INTO runs (id, key, delivery_id, state, job, created_at, held, grp, turn) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?)`,
         )
         .run(
           id,
@@ -331,11 +364,25 @@ export class RunQueue<J = unknown> {
           JSON.stringify(input.job),
           Date.now(),
           input.held ? 1 : 0,
+          group,
+          this.#nextTurn(group),
         );
       const run = this.get(id) as RunRecord<J>;
       return { status: 'queued', run, position: this.position(id) ?? 1 };
     });
     return tx.immediate();
+  }
+
+  /** The turn a new run of `group` gets (see `enqueue`). */
+  #nextTurn(group: string): number {
+    const { round, last } = this.#db
+      .prepare(
+        `SELECT (SELECT COALESCE(MAX(claimed_turn), 0) FROM fair_groups) AS round,
+                MAX(COALESCE((SELECT MAX(turn) FROM runs WHERE grp = @group AND state = 'queued'), -1),
+                    COALESCE((SELECT claimed_turn FROM fair_groups WHERE grp = @group), -1)) AS last`,
+      )
+      .get({ group }) as { round: number; last: number };
+    return Math.max(round, last + 1);
   }
 
   /**
@@ -371,7 +418,7 @@ export class RunQueue<J = unknown> {
     return row ? toRecord<J>(row) : undefined;
   }
 
-  /** Moves the oldest queued run to `running` when the global limit allows; else undefined. */
+  /** Moves the next queued run (fair order) to `running` when the global limit allows. */
   claim(): RunRecord<J> | undefined {
     const tx = this.#db.transaction((): RunRecord<J> | undefined => {
       const running = this.#db
@@ -379,14 +426,21 @@ export class RunQueue<J = unknown> {
         .get() as { n: number };
       if (running.n >= this.concurrency) return undefined;
       const next = this.#db
-        .prepare(`SELECT id FROM runs WHERE state = 'queued' AND held = 0 ORDER BY seq LIMIT 1`)
-        .get() as { id: string } | undefined;
+        .prepare(
+          `SELECT id, grp, turn FROM runs WHERE state = 'queued' AND held = 0 ORDER BY turn, seq LIMIT 1`,
+        )
+        .get() as { id: string; grp: string; turn: number } | undefined;
       if (!next) return undefined;
       this.#db
         .prepare(
           `UPDATE runs SET state = 'running', attempts = attempts + 1, started_at = ? WHERE id = ?`,
         )
         .run(Date.now(), next.id);
+      this.#db
+        .prepare(
+          `INSERT INTO fair_groups (grp, claimed_turn) VALUES (?, ?) ON CONFLICT (grp) DO UPDATE SET claimed_turn = MAX(claimed_turn, excluded.claimed_turn)`,
+        )
+        .run(next.grp, next.turn);
       return this.get(next.id);
     });
     return tx.immediate();
@@ -428,11 +482,14 @@ export class RunQueue<J = unknown> {
     return row?.cancel_requested === 1;
   }
 
-  /** 1-based place among queued runs (held ones included); undefined when the run is not queued. */
+  /**
+   * 1-based place among queued runs (held ones included) in the order they are taken (turn,
+   * then arrival); undefined when the run is not queued.
+   */
   position(id: string): number | undefined {
     const row = this.#db
       .prepare(
-        `SELECT (SELECT COUNT(*) FROM runs q WHERE q.state = 'queued' AND q.seq <= r.seq) AS pos FROM runs r WHERE r.id = ? AND r.state = 'queued'`,
+        `SELECT (SELECT COUNT(*) FROM runs q WHERE q.state = 'queued' AND (q.turn < r.turn OR (q.turn = r.turn AND q.seq <= r.seq))) AS pos FROM runs r WHERE r.id = ? AND r.state = 'queued'`,
       )
       .get(id) as { pos: number } | undefined;
     return row?.pos;
@@ -574,6 +631,7 @@ function toRecord<J>(row: RunRow): RunRecord<J> {
   return {
     id: row.id,
     key: row.key,
+    group: row.grp,
     deliveryId: row.delivery_id ?? undefined,
     state: row.state,
     attempts: row.attempts,

@@ -1,20 +1,36 @@
 // The distributed backend: run records in Redis (atomic Lua scripts keep the same guarantees as
-// the SQLite transactions), work handed out by BullMQ. BullMQ holds one job per run that may
-// be claimed (job id = run id); a worker takes it with a lock it renews while the run lives, so
-// a worker that dies stops renewing, BullMQ's stalled-job check moves the job back to wait once
-// (maxStalledCount 1) and fails it the second time; recoverInterrupted() brings the records in
-// line with what BullMQ decided and returns the runs whose issues must be told.
+// the SQLite transactions), workers' liveness watched by BullMQ.
+//
+// BullMQ jobs are claim tickets, not runs: one is added whenever a run becomes claimable, a
+// worker takes any ticket with a lock it renews while its run lives, and the CLAIM script then
+// picks the run: the first claimable one in the fair order (round robin across groups, as the
+// SQLite backend orders them, see queue.ts `enqueue`), which BullMQ's own first-in-first-out
+// order could not give. The run records which ticket holds it. A worker that dies stops
+// renewing; BullMQ's stalled-job check puts its ticket back in the wait list, and whoever takes
+// that ticket next resumes the lost run (or fails it, once it has been claimed `maxAttempts`
+// times); recoverInterrupted() also requeues or fails the runs of lost tickets and reports them,
+// so their issues are told. A ticket left over (its run was cancelled) is completed unused.
 //
 // Keys, under `<prefix>:fn:`: seq, run:<id> (hash), job:<id> (the job JSON, never rewritten
-// by Lua), runs / queued (zsets by seq: list order and queue positions across machines),
-// running (set), active:<key> (the one active run of a key), bydelivery:<id>, dlv:<id>
-// (a delivery: its raw trigger while pending, then only its id), pending (zset), note:<key>,
-// art:<run>:<name> (gzip, with a TTL). BullMQ's own keys live under `<prefix>:runs:`.
+// by Lua), runs / queued (zsets by seq: list order), fair (zset by turn, members
+// `<seq, 16 digits>:<id>`: the order runs are taken in and their positions), gq:<group> (a
+// group's queued runs by turn), round (the highest turn claimed), gclaimed (hash: each group's
+// highest claimed turn), running (set), ticket:<ticket> (the run a ticket holds), active:<key>
+// (the one active run of a key), bydelivery:<id>, dlv:<id> (a delivery: its raw trigger while
+// pending, then only its id), pending (zset), note:<key>, art:<run>:<name> (gzip, with a TTL).
+// BullMQ's own keys live under `<prefix>:runs:`.
 import { randomUUID } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { Queue as BullQueue, Worker as BullWorker, type Job as BullJob } from 'bullmq';
 import { Redis } from 'ioredis';
-import type { FinishState, PendingDelivery, Queue, RunRecord, RunState } from './types.js';
+import type {
+  EnqueueInput,
+  FinishState,
+  PendingDelivery,
+  Queue,
+  RunRecord,
+  RunState,
+} from './types.js';
 import { DEFAULT_REPLAY_WINDOW_MS, type AdmitResult, type EnqueueResult } from './queue.js';
 
 export interface RedisQueueOptions {
@@ -35,27 +51,78 @@ export interface RedisQueueOptions {
 
 const BULL_QUEUE = 'runs';
 const DAY_MS = 24 * 3600 * 1000;
+/**
+ * BullMQ counts stalls per job, and a ticket serves many runs: it must never fail one on its
+ * own count. Claims per run (`attempts`) decide instead.
+ */
+const TICKET_STALLS = 1_000_000;
 
 // KEYS: none (all keys derive from the prefix in ARGV[1]; one Redis, not a cluster).
-const ENQUEUE_FN = `
-local function enqueue(p, key, d, id, now, held, job)
-  if d ~= '' and redis.call('EXISTS', p..'bydelivery:'..d) == 1 then return {'duplicate'} end
-  local active = redis.call('GET', p..'active:'..key)
-  if active then return {'active', active} end
-  local seq = redis.call('INCR', p..'seq')
-  redis.call('HSET', p..'run:'..id, 'key', key, 'deliveryId', d, 'state', 'queued', 'attempts', 0,
-    'cancel', 0, 'rest', 0, 'createdAt', now, 'held', held, 'seq', seq)
-  redis.call('SET', p..'job:'..id, job)
-  redis.call('ZADD', p..'runs', seq, id)
-  redis.call('ZADD', p..'queued', seq, id)
-  redis.call('SET', p..'active:'..key, id)
-  if d ~= '' then redis.call('SET', p..'bydelivery:'..d, id) end
-  return {'queued', id, redis.call('ZRANK', p..'queued', id) + 1}
+
+// A run's place in the queued sets, from its hash (group, turn, fm = its member in `fair`). A
+// run recorded before fair share existed is its own group, at turn 0 (ahead, in its order).
+const QUEUED_FN = `
+local function queue_run(p, id)
+  local r = p..'run:'..id
+  local h = redis.call('HMGET', r, 'seq', 'group', 'turn', 'fm', 'key')
+  if not h[4] then
+    h[2], h[3], h[4] = h[5], 0, string.format('%016d', tonumber(h[1]))..':'..id
+    redis.call('HSET', r, 'group', h[2], 'turn', 0, 'fm', h[4])
+  end
+  redis.call('ZADD', p..'queued', h[1], id)
+  redis.call('ZADD', p..'fair', h[3], h[4])
+  redis.call('ZADD', p..'gq:'..h[2], h[3], id)
+end
+local function unqueue_run(p, id)
+  local h = redis.call('HMGET', p..'run:'..id, 'group', 'fm')
+  redis.call('ZREM', p..'queued', id)
+  if h[2] then redis.call('ZREM', p..'fair', h[2]) end
+  if h[1] then redis.call('ZREM', p..'gq:'..h[1], id) end
+end
+local function release_ticket(p, id)
+  local t = redis.call('HGET', p..'run:'..id, 'ticket')
+  if t and t ~= '' and redis.call('GET', p..'ticket:'..t) == id then redis.call('DEL', p..'ticket:'..t) end
+  redis.call('HDEL', p..'run:'..id, 'ticket')
 end
 `;
 
+// The turn of a new run of a group: the current round, or one past the group's last turn
+// (queued or claimed), whichever is later (queue.ts `enqueue` says why).
+const ENQUEUE_FN = `${QUEUED_FN}
+local function next_turn(p, group)
+  local last = -1
+  local top = redis.call('ZREVRANGE', p..'gq:'..group, 0, 0, 'WITHSCORES')
+  if top[2] then last = tonumber(top[2]) end
+  local claimed = redis.call('HGET', p..'gclaimed', group)
+  if claimed and tonumber(claimed) > last then last = tonumber(claimed) end
+  return math.max(tonumber(redis.call('GET', p..'round') or '0'), last + 1)
+end
+local function enqueue(p, key, d, id, now, held, job, group, cap)
+  if d ~= '' and redis.call('EXISTS', p..'bydelivery:'..d) == 1 then return {'duplicate'} end
+  local active = redis.call('GET', p..'active:'..key)
+  if active then return {'active', active} end
+  if group == '' then group = key end
+  if cap ~= '' then
+    local n = redis.call('ZCARD', p..'gq:'..group)
+    if n >= tonumber(cap) then return {'full', tostring(n)} end
+  end
+  local seq = redis.call('INCR', p..'seq')
+  local fm = string.format('%016d', seq)..':'..id
+  redis.call('HSET', p..'run:'..id, 'key', key, 'deliveryId', d, 'state', 'queued', 'attempts', 0,
+    'cancel', 0, 'rest', 0, 'createdAt', now, 'held', held, 'seq', seq, 'group', group,
+    'turn', next_turn(p, group), 'fm', fm)
+  redis.call('SET', p..'job:'..id, job)
+  redis.call('ZADD', p..'runs', seq, id)
+  queue_run(p, id)
+  redis.call('SET', p..'active:'..key, id)
+  if d ~= '' then redis.call('SET', p..'bydelivery:'..d, id) end
+  return {'queued', id, tostring(redis.call('ZRANK', p..'fair', fm) + 1)}
+end
+`;
+
+// ARGV: p, key, delivery, id, now, held, job, group, cap
 const ENQUEUE = `${ENQUEUE_FN}
-return enqueue(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
+return enqueue(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9])
 `;
 
 const RECORD_FN = `
@@ -72,7 +139,7 @@ const RECORD_DELIVERY = `${RECORD_FN}
 return record(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
 `;
 
-// ARGV: p, delivery, event, payload, now, sha, window, key ('' = no run), id, held, job
+// ARGV: p, delivery, event, payload, now, sha, window, key ('' = no run), id, held, job, group, cap
 const ADMIT = `${ENQUEUE_FN}${RECORD_FN}
 local p, d, now, sha = ARGV[1], ARGV[2], ARGV[5], ARGV[6]
 if redis.call('EXISTS', p..'dlv:'..d) == 1 then return {'duplicate'} end
@@ -82,7 +149,7 @@ if sha ~= '' then
 end
 record(p, d, ARGV[3], ARGV[4], now, sha, ARGV[7])
 if ARGV[8] == '' then return {'recorded'} end
-local r = enqueue(p, ARGV[8], d, ARGV[9], now, ARGV[10], ARGV[11])
+local r = enqueue(p, ARGV[8], d, ARGV[9], now, ARGV[10], ARGV[11], ARGV[12], ARGV[13])
 return {'recorded', r[1], r[2], r[3]}
 `;
 
@@ -98,7 +165,7 @@ return 1
 
 // Also used by retention: ARGV[3] '1' = only a held queued run, else only a finished one
 // finished before ARGV[4].
-const DELETE_RUN = `
+const DELETE_RUN = `${QUEUED_FN}
 local p, id, heldOnly, before = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local r = p..'run:'..id
 local st = redis.call('HGET', r, 'state')
@@ -111,50 +178,90 @@ end
 local key, d = redis.call('HGET', r, 'key'), redis.call('HGET', r, 'deliveryId')
 if redis.call('GET', p..'active:'..key) == id then redis.call('DEL', p..'active:'..key) end
 if d and d ~= '' and redis.call('GET', p..'bydelivery:'..d) == id then redis.call('DEL', p..'bydelivery:'..d) end
+unqueue_run(p, id)
+release_ticket(p, id)
 redis.call('DEL', r, p..'job:'..id)
 redis.call('ZREM', p..'runs', id)
-redis.call('ZREM', p..'queued', id)
 return 1
 `;
 
-// A claim of a queued run, or of a running one whose worker was lost (BullMQ requeued its job).
-const CLAIM = `
-local p, id, owner, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+const FINISH_FN = `
+local function finish_run(p, id, state, now, outcome, summary)
+  local r = p..'run:'..id
+  redis.call('HSET', r, 'state', state, 'finishedAt', now, 'outcome', outcome, 'summary', summary)
+  unqueue_run(p, id)
+  release_ticket(p, id)
+  redis.call('SREM', p..'running', id)
+  local key = redis.call('HGET', r, 'key')
+  if redis.call('GET', p..'active:'..key) == id then redis.call('DEL', p..'active:'..key) end
+end
+`;
+
+// A worker took ticket ARGV[2]. The run that ticket held when its worker was lost is resumed
+// (or failed, claimed maxAttempts times already); else the first claimable run in the fair
+// order is claimed. Returns {'running' | 'queued' | 'none', run id, failed run id}.
+const CLAIM = `${QUEUED_FN}${FINISH_FN}
+local p, t, owner, now, maxAttempts = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local failed = ''
+local lost = redis.call('GET', p..'ticket:'..t)
+if lost then
+  local r = p..'run:'..lost
+  if redis.call('HGET', r, 'state') == 'running' and redis.call('HGET', r, 'ticket') == t then
+    local attempts = tonumber(redis.call('HGET', r, 'attempts') or '0')
+    if attempts < maxAttempts then
+      redis.call('HINCRBY', r, 'attempts', 1)
+      redis.call('HSET', r, 'owner', owner, 'startedAt', now)
+      return {'running', lost, ''}
+    end
+    finish_run(p, lost, 'failed', now, 'interrupted',
+      'interrupted '..attempts..' times: the worker running it was lost')
+    failed = lost
+  end
+  redis.call('DEL', p..'ticket:'..t)
+end
+local id
+local from = 0
+while not id do
+  local batch = redis.call('ZRANGE', p..'fair', from, from + 99)
+  if #batch == 0 then return {'none', '', failed} end
+  for _, m in ipairs(batch) do
+    local candidate = string.sub(m, 18)
+    if redis.call('HGET', p..'run:'..candidate, 'held') ~= '1' then id = candidate break end
+  end
+  from = from + 100
+end
 local r = p..'run:'..id
-local st = redis.call('HGET', r, 'state')
-if not st then return 'gone' end
-if st ~= 'queued' and st ~= 'running' then return 'ended' end
-if st == 'queued' and redis.call('HGET', r, 'held') == '1' then return 'held' end
 redis.call('HINCRBY', r, 'attempts', 1)
-redis.call('HSET', r, 'state', 'running', 'owner', owner, 'startedAt', now)
-redis.call('ZREM', p..'queued', id)
+redis.call('HSET', r, 'state', 'running', 'owner', owner, 'startedAt', now, 'ticket', t)
+unqueue_run(p, id)
 redis.call('SADD', p..'running', id)
-return st
+redis.call('SET', p..'ticket:'..t, id)
+local turn, group = tonumber(redis.call('HGET', r, 'turn')), redis.call('HGET', r, 'group')
+if turn > tonumber(redis.call('GET', p..'round') or '0') then redis.call('SET', p..'round', turn) end
+local claimed = redis.call('HGET', p..'gclaimed', group)
+if not claimed or turn > tonumber(claimed) then redis.call('HSET', p..'gclaimed', group, turn) end
+return {'queued', id, failed}
 `;
 
 // ARGV[7]: the owner that must hold the run ('' = whoever).
-const FINISH = `
+const FINISH = `${QUEUED_FN}${FINISH_FN}
 local p, id, state, now, outcome, summary, owner = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local r = p..'run:'..id
 local st = redis.call('HGET', r, 'state')
 if st ~= 'queued' and st ~= 'running' then return 0 end
 if owner ~= '' and redis.call('HGET', r, 'owner') ~= owner then return 0 end
-redis.call('HSET', r, 'state', state, 'finishedAt', now, 'outcome', outcome, 'summary', summary)
-redis.call('ZREM', p..'queued', id)
-redis.call('SREM', p..'running', id)
-local key = redis.call('HGET', r, 'key')
-if redis.call('GET', p..'active:'..key) == id then redis.call('DEL', p..'active:'..key) end
+finish_run(p, id, state, now, outcome, summary)
 return 1
 `;
 
-const REQUEST_CANCEL = `
+const REQUEST_CANCEL = `${QUEUED_FN}
 local p, key, now = ARGV[1], ARGV[2], ARGV[3]
 local id = redis.call('GET', p..'active:'..key)
 if not id then return false end
 local r = p..'run:'..id
 if redis.call('HGET', r, 'state') == 'queued' then
   redis.call('HSET', r, 'state', 'cancelled', 'finishedAt', now, 'outcome', 'cancelled', 'summary', '')
-  redis.call('ZREM', p..'queued', id)
+  unqueue_run(p, id)
   redis.call('DEL', p..'active:'..key)
   return {id, '0'}
 end
@@ -162,16 +269,49 @@ redis.call('HSET', r, 'cancel', 1)
 return {id, '1'}
 `;
 
-// A lost run back in the queue, unless someone claimed it since (its owner changed).
-const REQUEUE_LOST = `
+// A lost run back in the queue at its place (turn and arrival kept), unless someone claimed it
+// since (its owner changed). Its ticket, if BullMQ put it back in the wait list, is free again.
+const REQUEUE_LOST = `${QUEUED_FN}
 local p, id, owner = ARGV[1], ARGV[2], ARGV[3]
 local r = p..'run:'..id
 if redis.call('HGET', r, 'state') ~= 'running' or redis.call('HGET', r, 'owner') ~= owner then return 0 end
 redis.call('HSET', r, 'state', 'queued', 'owner', '')
 redis.call('HDEL', r, 'startedAt')
+release_ticket(p, id)
 redis.call('SREM', p..'running', id)
-redis.call('ZADD', p..'queued', tonumber(redis.call('HGET', r, 'seq')), id)
+queue_run(p, id)
 return 1
+`;
+
+// How many queued runs a worker may claim now (not held).
+const CLAIMABLE = `
+local n = 0
+for _, id in ipairs(redis.call('ZRANGE', ARGV[1]..'queued', 0, -1)) do
+  if redis.call('HGET', ARGV[1]..'run:'..id, 'held') ~= '1' then n = n + 1 end
+end
+return n
+`;
+
+// 1-based place in the fair order, or nothing when not queued.
+const POSITION = `
+local fm = redis.call('HGET', ARGV[1]..'run:'..ARGV[2], 'fm')
+if not fm then return false end
+local rank = redis.call('ZRANK', ARGV[1]..'fair', fm)
+if not rank then return false end
+return rank + 1
+`;
+
+// Runs queued before fair share existed get their place in the fair order.
+const MIGRATE_FAIR = `${QUEUED_FN}
+local p = ARGV[1]
+local n = 0
+for _, id in ipairs(redis.call('ZRANGE', p..'queued', 0, -1)) do
+  if not redis.call('HGET', p..'run:'..id, 'fm') then
+    queue_run(p, id)
+    n = n + 1
+  end
+end
+return n
 `;
 
 // Deletes the lock only while it is still ours (ARGV[2]: the key, ARGV[3]: our token).
@@ -229,7 +369,7 @@ export class RedisQueue<J = unknown> implements Queue<J> {
           autorun: false,
           lockDuration: this.lockMs,
           stalledInterval: this.lockMs,
-          maxStalledCount: this.maxAttempts - 1,
+          maxStalledCount: TICKET_STALLS,
         })
       : undefined;
     // BullMQ reports connection trouble as events; without a listener Node would crash on them.
@@ -255,6 +395,7 @@ export class RedisQueue<J = unknown> implements Queue<J> {
       );
     }
     const queue = new RedisQueue<J>(options, redis);
+    await queue.#eval(MIGRATE_FAIR, []);
     await queue.#bull.waitUntilReady();
     if (queue.#worker) {
       await queue.#worker.waitUntilReady();
@@ -294,7 +435,7 @@ export class RedisQueue<J = unknown> implements Queue<J> {
     event: string;
     payload: unknown;
     bodySha256?: string;
-    run?: { key: string; job: J; held?: boolean };
+    run?: Omit<EnqueueInput<J>, 'deliveryId' | 'id'>;
   }): Promise<AdmitResult<J>> {
     const reply = (await this.#eval(ADMIT, [
       input.deliveryId,
@@ -307,6 +448,8 @@ export class RedisQueue<J = unknown> implements Queue<J> {
       randomUUID(),
       input.run?.held ? '1' : '0',
       JSON.stringify(input.run?.job ?? null),
+      input.run?.group ?? '',
+      capArg(input.run?.maxQueuedInGroup),
     ])) as string[];
     if (reply[0] === 'duplicate') return { status: 'duplicate' };
     if (reply[0] === 'replay') return { status: 'replay', firstDeliveryId: reply[1] as string };
@@ -320,7 +463,7 @@ export class RedisQueue<J = unknown> implements Queue<J> {
   async release(id: string, job?: J): Promise<boolean> {
     const replacement = job === undefined ? '' : JSON.stringify(job);
     if ((await this.#eval(RELEASE, [id, replacement])) !== 1) return false;
-    await this.#addJob(id);
+    await this.#addTicket(id);
     return true;
   }
 
@@ -366,13 +509,7 @@ export class RedisQueue<J = unknown> implements Queue<J> {
     await this.#eval(COMPLETE_DELIVERY, [deliveryId, String(this.#deliveryRetentionMs)]);
   }
 
-  async enqueue(input: {
-    key: string;
-    job: J;
-    deliveryId?: string;
-    id?: string;
-    held?: boolean;
-  }): Promise<EnqueueResult<J>> {
+  async enqueue(input: EnqueueInput<J>): Promise<EnqueueResult<J>> {
     const reply = (await this.#eval(ENQUEUE, [
       input.key,
       input.deliveryId ?? '',
@@ -380,16 +517,19 @@ export class RedisQueue<J = unknown> implements Queue<J> {
       String(Date.now()),
       input.held ? '1' : '0',
       JSON.stringify(input.job),
+      input.group ?? '',
+      capArg(input.maxQueuedInGroup),
     ])) as string[];
     return this.#enqueued(reply, !!input.held);
   }
 
   async #enqueued(reply: string[], held: boolean): Promise<EnqueueResult<J>> {
     if (reply[0] === 'duplicate') return { status: 'duplicate' };
+    if (reply[0] === 'full') return { status: 'full', queued: Number(reply[1]) };
     const run = await this.get(reply[1] as string);
     if (!run) throw new Error(`run ${reply[1]} vanished from Redis while being enqueued`);
     if (reply[0] === 'active') return { status: 'active', run };
-    if (!held) await this.#addJob(run.id);
+    if (!held) await this.#addTicket(run.id);
     return { status: 'queued', run, position: Number(reply[2]) };
   }
 
@@ -405,26 +545,34 @@ export class RedisQueue<J = unknown> implements Queue<J> {
         const job = (await worker.getNextJob(token, { block: false })) as BullJob | undefined;
         if (!job?.id) return undefined;
         if (job.deferredFailure) {
-          // Lost more than maxStalledCount times: BullMQ hands it out only to be failed.
-          const failed = await this.#failLost(job.id);
+          // A job stalled past BullMQ's own count (from before tickets): a ticket all the same.
           await job
             .moveToFailed(new Error(job.deferredFailure), token, false)
             .catch(() => undefined);
-          if (failed) this.#lostFailed.push(failed);
+          await this.#addTicket(randomUUID());
           continue;
         }
-        const was = (await this.#eval(CLAIM, [job.id, token, String(Date.now())])) as string;
-        if (was !== 'queued' && was !== 'running') {
-          // Cancelled or finished while its job waited: nothing to run.
-          await job.moveToCompleted(was, token, false).catch(() => undefined);
+        const [was, id, failed] = (await this.#eval(CLAIM, [
+          job.id,
+          token,
+          String(Date.now()),
+          String(this.maxAttempts),
+        ])) as [string, string, string];
+        if (failed) {
+          const run = await this.get(failed);
+          if (run) this.#lostFailed.push(run);
+        }
+        if (was === 'none') {
+          // A ticket left over (its run was cancelled or taken through another ticket).
+          await job.moveToCompleted('nothing to run', token, false).catch(() => undefined);
           continue;
         }
         const timer = setInterval(() => {
           job.extendLock(token, this.lockMs).catch(() => undefined);
         }, this.lockMs / 3);
         timer.unref?.();
-        this.#held.set(job.id, { job, token, timer });
-        return await this.get(job.id);
+        this.#held.set(id, { job, token, timer });
+        return await this.get(id);
       } finally {
         this.#claiming--;
       }
@@ -483,8 +631,8 @@ export class RedisQueue<J = unknown> implements Queue<J> {
   }
 
   async position(id: string): Promise<number | undefined> {
-    const rank = await this.#redis.zrank(`${this.#p}queued`, id);
-    return rank === null ? undefined : rank + 1;
+    const position = (await this.#eval(POSITION, [id])) as number | null;
+    return position ?? undefined;
   }
 
   async get(id: string): Promise<RunRecord<J> | undefined> {
@@ -522,37 +670,36 @@ export class RedisQueue<J = unknown> implements Queue<J> {
     const failed: RunRecord<J>[] = this.#lostFailed.splice(0);
     for (const id of await this.#redis.smembers(`${this.#p}running`)) {
       if (this.#held.has(id)) continue;
-      const owner = await this.#redis.hget(`${this.#p}run:${id}`, 'owner');
-      const jobState = await this.#bull.getJobState(id);
-      if (jobState === 'active') continue;
+      const [owner, held] = await this.#redis.hmget(`${this.#p}run:${id}`, 'owner', 'ticket');
+      // Runs claimed before tickets were held by their own job.
+      const ticket = held || id;
+      const ticketState = await this.#bull.getJobState(ticket);
+      if (ticketState === 'active') continue;
       const run = await this.get(id);
       if (!run || run.state !== 'running') continue;
+      // BullMQ put the ticket back in the wait list: it stays there for whoever claims next.
       const waiting =
-        jobState === 'waiting' || jobState === 'prioritized' || jobState === 'delayed';
-      const job = waiting ? await this.#bull.getJob(id) : undefined;
-      if (waiting && !job?.deferredFailure) {
-        if (run.cancelRequested) {
-          if (await this.#finishLost(id, owner, 'cancelled', 'cancelled', 'interrupted')) {
-            await this.#bull.remove(id).catch(() => undefined);
-            failed.push((await this.get(id)) as RunRecord<J>);
-          }
-        } else if ((await this.#eval(REQUEUE_LOST, [id, owner ?? ''])) === 1) {
+        (ticketState === 'waiting' || ticketState === 'prioritized' || ticketState === 'delayed') &&
+        !(await this.#bull.getJob(ticket))?.deferredFailure;
+      if (run.cancelRequested) {
+        if (await this.#finishLost(id, owner ?? null, 'cancelled', 'cancelled', 'interrupted')) {
+          failed.push((await this.get(id)) as RunRecord<J>);
+        }
+      } else if (run.attempts < this.maxAttempts) {
+        if ((await this.#eval(REQUEUE_LOST, [id, owner ?? ''])) === 1) {
+          if (!waiting) await this.#addTicket(randomUUID());
           requeued.push((await this.get(id)) as RunRecord<J>);
         }
       } else {
-        // Lost more than once (BullMQ defers the failure to the next taker), or the job is gone.
-        const gone = await this.#failLost(id, owner);
-        if (gone) {
-          await job?.remove().catch(() => undefined);
-          failed.push(gone);
-        }
+        const gone = await this.#failLost(id, owner ?? null);
+        if (gone) failed.push(gone);
       }
     }
-    // A process that died between recording a run and handing BullMQ its job: hand it now
-    // (the job id is the run id, so BullMQ ignores a job that exists already).
-    for (const id of await this.#redis.zrange(`${this.#p}queued`, '0', '-1')) {
-      if ((await this.#redis.hget(`${this.#p}run:${id}`, 'held')) === '1') continue;
-      if ((await this.#bull.getJobState(id)) === 'unknown') await this.#addJob(id);
+    // A process that died between making a run claimable and adding its ticket: one ticket per
+    // claimable run at least (a spare one is completed unused).
+    const claimable = (await this.#eval(CLAIMABLE, [])) as number;
+    for (let tickets = await this.#bull.getWaitingCount(); tickets < claimable; tickets++) {
+      await this.#addTicket(randomUUID());
     }
     return { requeued, failed };
   }
@@ -629,10 +776,11 @@ export class RedisQueue<J = unknown> implements Queue<J> {
     return reply === 1;
   }
 
-  async #addJob(id: string): Promise<void> {
+  /** A claim ticket (its id: the run that made it claimable, or a fresh one). */
+  async #addTicket(id: string): Promise<void> {
     await this.#bull.add(
-      'run',
-      { runId: id },
+      'claim',
+      { madeFor: id },
       {
         jobId: id,
         // The run record is the history; BullMQ's copy can go soon after.
@@ -653,6 +801,7 @@ function toRecord<J>(id: string, h: Record<string, string>, job: string): RunRec
   return {
     id,
     key: h.key ?? '',
+    group: h.group ?? h.key ?? '',
     deliveryId: str(h.deliveryId),
     state: h.state as RunState,
     attempts: Number(h.attempts ?? 0),
@@ -666,6 +815,10 @@ function toRecord<J>(id: string, h: Record<string, string>, job: string): RunRec
     summary: str(h.summary),
     held: h.held === '1',
   };
+}
+
+function capArg(max: number | undefined): string {
+  return max === undefined ? '' : String(max);
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { RunQueue, type QueueOptions } from './queue.js';
 import type {
   AdmitResult,
+  EnqueueInput,
   EnqueueResult,
   FinishState,
   PendingDelivery,
@@ -70,13 +71,7 @@ export class SqliteQueue<J = unknown> implements Queue<J> {
     this.runs.completeDelivery(deliveryId);
   }
 
-  async enqueue(input: {
-    key: string;
-    job: J;
-    deliveryId?: string;
-    id?: string;
-    held?: boolean;
-  }): Promise<EnqueueResult<J>> {
+  async enqueue(input: EnqueueInput<J>): Promise<EnqueueResult<J>> {
     return this.runs.enqueue(input);
   }
 

@@ -1,9 +1,16 @@
 // The queue's one door: everything outside src/queue/ talks to a `Queue<J>`, never to a backend.
 // Two backends keep the same contract (test/queue/contract.test.ts): `sqlite`, the embedded
 // default (one data directory), and `bullmq` (BullMQ on Redis: serve and workers on many hosts).
-import type { AdmitResult, EnqueueResult, PendingDelivery, RunRecord, RunState } from './queue.js';
+import type {
+  AdmitResult,
+  EnqueueInput,
+  EnqueueResult,
+  PendingDelivery,
+  RunRecord,
+  RunState,
+} from './queue.js';
 
-export type { AdmitResult, EnqueueResult, PendingDelivery, RunRecord, RunState };
+export type { AdmitResult, EnqueueInput, EnqueueResult, PendingDelivery, RunRecord, RunState };
 
 export type QueueKind = 'sqlite' | 'bullmq';
 
@@ -26,28 +33,25 @@ export interface Queue<J = unknown> {
   /**
    * Accepts a delivery atomically: refused when its id was seen, or its raw body arrived within
    * the replay window under another id; else recorded pending and, with `run`, its run enqueued
-   * (held, when asked, until `release`).
+   * (held, when asked, until `release`) as `enqueue` would (a full group: recorded, no run).
    */
   admit(input: {
     deliveryId: string;
     event: string;
     payload: unknown;
     bodySha256?: string;
-    run?: { key: string; job: J; held?: boolean };
+    run?: Omit<EnqueueInput<J>, 'deliveryId' | 'id'>;
   }): Promise<AdmitResult<J>>;
   /** Deliveries recorded but not yet handled by intake, oldest first. */
   pendingDeliveries(): Promise<PendingDelivery[]>;
   completeDelivery(deliveryId: string): Promise<void>;
 
-  /** Enqueues unless the key has an active run or this delivery already made one. */
-  enqueue(input: {
-    key: string;
-    job: J;
-    deliveryId?: string;
-    id?: string;
-    /** Counts for positions and blocks its key, but is not claimed before `release`. */
-    held?: boolean;
-  }): Promise<EnqueueResult<J>>;
+  /**
+   * Enqueues unless the key has an active run, this delivery already made one, or the group has
+   * `maxQueuedInGroup` queued runs (`full`). Runs are taken round robin across groups: each group
+   * with waiting runs gets one per round, in the order their oldest runs arrived.
+   */
+  enqueue(input: EnqueueInput<J>): Promise<EnqueueResult<J>>;
   /** Makes a held run claimable; false when it is not a held queued run. */
   /** `job`, when given, replaces the run's job in the same step (what a worker may claim). */
   release(id: string, job?: J): Promise<boolean>;
@@ -55,7 +59,7 @@ export interface Queue<J = unknown> {
   discard(id: string): Promise<boolean>;
   /** The run a delivery made, if any. */
   runForDelivery(deliveryId: string): Promise<RunRecord<J> | undefined>;
-  /** The next run for this process, now `running`; undefined when none or at the limit. */
+  /** The next run (fair order) for this process, now `running`; undefined when none or at the limit. */
   claim(): Promise<RunRecord<J> | undefined>;
   /** Ends a run; false when it had ended already or another worker holds it now. */
   finish(
@@ -72,7 +76,10 @@ export interface Queue<J = unknown> {
   /** A queued run is cancelled at once; a running one is flagged for its worker. */
   requestCancel(key: string): Promise<{ run: RunRecord<J>; wasRunning: boolean } | undefined>;
   isCancelRequested(id: string): Promise<boolean>;
-  /** 1-based place among queued runs (across every process); undefined when not queued. */
+  /**
+   * 1-based place among queued runs (across every process), in the order they are taken;
+   * undefined when not queued.
+   */
   position(id: string): Promise<number | undefined>;
   get(id: string): Promise<RunRecord<J> | undefined>;
   activeFor(key: string): Promise<RunRecord<J> | undefined>;

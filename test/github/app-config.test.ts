@@ -64,6 +64,15 @@ describe('loadAppConfig', () => {
     ).toMatchObject({ apiBaseUrl: 'https://api.ghe.example.com', gitBaseUrl: 'file:///srv/git' });
   });
 
+  it('caps the runs waiting per repository only when FROGNANO_MAX_QUEUED_PER_REPO is set', () => {
+    expect(loadAppConfig({}).maxQueuedPerRepo).toBeUndefined();
+    expect(loadAppConfig({ FROGNANO_MAX_QUEUED_PER_REPO: '10' }).maxQueuedPerRepo).toBe(10);
+    for (const bad of ['0', '-1', '2.5', 'ten'])
+      expect(() => loadAppConfig({ FROGNANO_MAX_QUEUED_PER_REPO: bad })).toThrow(
+        `FROGNANO_MAX_QUEUED_PER_REPO must be a whole number of runs (at least 1) (got ${JSON.stringify(bad)})`,
+      );
+  });
+
   it('names every bad variable on its own line, never echoing secrets', () => {
     let error: unknown;
     try {

@@ -23,7 +23,7 @@ import {
   startHarness,
   type Harness,
 } from './helpers/app-harness.js';
-import { commentPayload, labeledPayload } from './helpers/payloads.js';
+import { commentPayload, labeledPayload, reviewPayload } from './helpers/payloads.js';
 import { useStrictNock } from './helpers/strict-nock.js';
 
 useStrictNock();
@@ -137,5 +137,39 @@ describe('attempts through the App', () => {
     expect(switchedBody).toMatch(/\| 3 \(published\) \|/);
     expect(switchedBody).toContain('> Fixed add().');
     expect(gh.reactions.length).toBeGreaterThanOrEqual(2);
+
+    // A bad K, in a PR comment or a review body, is `use` refused with the range: no run.
+    gh.intercept({
+      method: 'GET',
+      path: `${REPO_PATH}/pulls/7`,
+      status: 200,
+      times: 2,
+      reply: () => ({
+        number: 7,
+        state: 'open',
+        user: { login: 'frognano[bot]' },
+        head: { ref: 'frognano/issue-1', sha: head, repo: { full_name: 'Codertocat/Hello-World' } },
+      }),
+    });
+    mockPlainComments(gh, 7, 2);
+    const badComment = commentPayload({
+      body: '/frognano use 1 2',
+      pullRequest: true,
+      issueNumber: 7,
+    });
+    expect(await harness.deliver('issue_comment', badComment, 'attempts-use-bad')).toBe(200);
+    const badReview = reviewPayload({ body: '/frognano use 9' });
+    expect(await harness.deliver('pull_request_review', badReview, 'attempts-use-9')).toBe(200);
+    await harness.app.intake!.idle();
+    expect(gh.comments.slice(-2)).toEqual([
+      expect.stringMatching(
+        /^@\S+, nothing changed: .*the run had 3 attempts; pick one from 1 to 3\./,
+      ),
+      expect.stringMatching(
+        /^@\S+, nothing changed: the run had 3 attempts; pick one from 1 to 3\.$/,
+      ),
+    ]);
+    expect(git('rev-parse', 'refs/heads/frognano/issue-1').trim()).toBe(head);
+    expect(await harness.app.queue!.list()).toHaveLength(1);
   }, 180_000);
 });

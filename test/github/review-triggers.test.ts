@@ -83,6 +83,44 @@ describe('decideTrigger on pull requests', () => {
     expect(decideTrigger('pull_request_review_comment', edited, options).kind).toBe('ignore');
   });
 
+  it('/frognano use K (a bad K too) in a review body or an inline comment is use, not feedback', () => {
+    const review = decideTrigger(
+      'pull_request_review',
+      reviewPayload({ sender: maintainer, body: '/frognano use 2' }),
+      options,
+    );
+    expect(review).toMatchObject({ kind: 'use', attempt: 2, issueNumber: 7, sender: maintainer });
+    expect(review).not.toHaveProperty('commentId', expect.anything());
+    for (const body of ['/frognano use 9', '/frognano use 1e3', '/frognano use 1 2']) {
+      const inline = decideTrigger(
+        'pull_request_review_comment',
+        reviewCommentPayload({ sender: maintainer, body, commentId: 77 }),
+        options,
+      );
+      expect(inline, body).toMatchObject({
+        kind: 'use',
+        issueNumber: 7,
+        commentId: 77,
+        commentKind: 'review_comment',
+      });
+    }
+    expect(
+      decideTrigger(
+        'pull_request_review',
+        reviewPayload({ sender: maintainer, body: '/frognano use 0' }),
+        options,
+      ),
+    ).toMatchObject({ kind: 'use', attempt: 0 });
+    // Words after `use` stay feedback.
+    expect(
+      decideTrigger(
+        'pull_request_review',
+        reviewPayload({ sender: maintainer, body: '/frognano use a loop' }),
+        options,
+      ),
+    ).toMatchObject({ kind: 'run', review: { feedback: 'use a loop' } });
+  });
+
   it('a PR comment is a follow-up or a cancel; an issue comment stays an issue command', () => {
     expect(
       decideTrigger(

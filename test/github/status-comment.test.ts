@@ -76,6 +76,20 @@ describe('renderStatus', () => {
   });
 });
 
+describe('renderStatus: a full repository queue', () => {
+  it('says in one line how many runs wait and what to do, on an issue and on a pull request', () => {
+    const line = (followUp: boolean, limit: number) =>
+      renderStatus({ kind: 'full', repo: 'octo/calc', limit, followUp }).split('\n');
+    expect(line(false, 10)).toEqual([
+      STATUS_MARKER,
+      '🐸 **frognano**: not queued: octo/calc already has 10 runs waiting, the most this server queues per repository (`FROGNANO_MAX_QUEUED_PER_REPO`). Comment `/frognano retry` once some have started.',
+    ]);
+    expect(line(true, 1)[1]).toBe(
+      '🐸 **frognano**: not queued: octo/calc already has 1 run waiting, the most this server queues per repository (`FROGNANO_MAX_QUEUED_PER_REPO`). Comment `/frognano <what to change>` again once some have started.',
+    );
+  });
+});
+
 describe('describeResult', () => {
   it.each([
     [

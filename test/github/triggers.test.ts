@@ -25,6 +25,14 @@ describe('parseCommand', () => {
     ['/frognano retry fix x4 too', { verb: 'retry', guidance: 'fix x4 too' }],
     ['/frognano use 2', { verb: 'use', attempt: 2 }],
     ['/frognano USE 8\n', { verb: 'use', attempt: 8 }],
+    // A bad K is still `use` (refused later with the valid range), never feedback.
+    ['/frognano use 9', { verb: 'use', attempt: 9 }],
+    ['/frognano use 0', { verb: 'use', attempt: 0 }],
+    ['/frognano use -1', { verb: 'use', attempt: -1 }],
+    ['/frognano use 1e3', { verb: 'use' }],
+    ['/frognano use 1 2', { verb: 'use' }],
+    ['/frognano use 2 please', { verb: 'use' }],
+    ['/frognano use', { verb: 'use' }],
   ])('parses %j', (body, expected) => {
     expect(parseCommand(body)).toEqual(expected);
   });
@@ -39,10 +47,9 @@ describe('parseCommand', () => {
     '/frognano status',
     'frognano retry',
     '`/frognano retry`',
-    '/frognano use',
-    '/frognano use 9',
-    '/frognano use 2 please',
+    // Words after `use` are feedback on a pull request ("use the project's style").
     '/frognano use two',
+    '/frognano used 2',
   ])('does not treat %j as a command', (body) => {
     expect(parseCommand(body)).toBeUndefined();
   });
@@ -56,6 +63,18 @@ describe('decideTrigger: /frognano use K', () => {
       opts,
     );
     expect(d).toMatchObject({ kind: 'use', attempt: 3, commentId: 4242 });
+  });
+
+  it.each([
+    '/frognano use 0',
+    '/frognano use 9',
+    '/frognano use -1',
+    '/frognano use 1e3',
+    '/frognano use 1 2',
+  ])('reads %j on a pull request as use, not as a follow-up with feedback', (body) => {
+    const d = decideTrigger('issue_comment', commentPayload({ body, pullRequest: true }), opts);
+    expect(d).toMatchObject({ kind: 'use', commentId: 4242 });
+    expect(d).not.toHaveProperty('review');
   });
 
   it('is ignored on an issue, and from a bot', () => {

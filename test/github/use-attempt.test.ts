@@ -89,7 +89,7 @@ function published(result: RunResult, saved: RunResult[]): PublishedRun {
   };
 }
 
-function params(attempt: number, run: PublishedRun | undefined) {
+function params(attempt: number | undefined, run: PublishedRun | undefined) {
   return {
     octokit: testOctokit(),
     owner: 'octo',
@@ -174,20 +174,26 @@ describe('useAttempt', () => {
     });
     const run = published(result, []);
     const before = git(bare, 'rev-parse', `refs/heads/${BRANCH}`).trim();
-    const cases: [number, Record<string, unknown>, PublishedRun | undefined, RegExp][] = [
-      [2, {}, run, /attempt 2 changed nothing/],
-      [3, {}, run, /breaks the repository policy \(blocked_path\)/],
-      [1, {}, run, /already the change/],
-      [5, {}, run, /pick one from 1 to 3/],
-      [2, { user: { login: 'someone' } }, run, /only on pull requests frognano opened/],
+    const cases: [number | undefined, Record<string, unknown>, PublishedRun | undefined, RegExp][] =
       [
-        2,
-        { head: { ref: 'feature', sha: before, repo: { full_name: 'octo/calc' } } },
-        run,
-        /frognano opened/,
-      ],
-      [2, {}, published(runResult({ baseCommit: base }), []), /had one attempt/],
-    ];
+        [2, {}, run, /attempt 2 changed nothing/],
+        [3, {}, run, /breaks the repository policy \(blocked_path\)/],
+        [1, {}, run, /already the change/],
+        [5, {}, run, /pick one from 1 to 3/],
+        [0, {}, run, /^the run had 3 attempts; pick one from 1 to 3\.$/],
+        [-1, {}, run, /^the run had 3 attempts; pick one from 1 to 3\.$/],
+        [9, {}, run, /^the run had 3 attempts; pick one from 1 to 3\.$/],
+        // Not a number at all (`use 1e3`, `use 1 2`): the same range, and what `use` takes.
+        [undefined, {}, run, /takes one attempt number.*pick one from 1 to 3/],
+        [2, { user: { login: 'someone' } }, run, /only on pull requests frognano opened/],
+        [
+          2,
+          { head: { ref: 'feature', sha: before, repo: { full_name: 'octo/calc' } } },
+          run,
+          /frognano opened/,
+        ],
+        [2, {}, published(runResult({ baseCommit: base }), []), /had one attempt/],
+      ];
     for (const [k, over, r, reason] of cases) {
       const scope = nock(API).get('/repos/octo/calc/pulls/12').reply(200, pr(over));
       const outcome = await useAttempt(params(k, r));

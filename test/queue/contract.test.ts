@@ -197,6 +197,128 @@ describe.each([sqlite, bullmq])('queue contract: $name', (backend) => {
     expect(await Promise.all(ids.map((id) => a.position(id)))).toEqual([undefined, undefined, 1]);
   });
 
+  it('takes runs round robin across groups: 11 from one repository, then 1 from another is second', async () => {
+    const q = await backend.open({ concurrency: 12 });
+    const a: string[] = [];
+    for (let i = 1; i <= 11; i++) {
+      const r = await q.enqueue({ key: `a/r#${i}`, group: 'a/r', job: job(i) });
+      expect(r).toMatchObject({ status: 'queued', position: i });
+      if (r.status === 'queued') a.push(r.run.id);
+    }
+    const b = await q.enqueue({ key: 'b/r#1', group: 'b/r', job: job(100) });
+    expect(b).toMatchObject({ status: 'queued', position: 2 });
+    if (b.status !== 'queued') throw new Error('not queued');
+    // Every position is the place in that order, seen from any process.
+    const other = await backend.open();
+    expect(await other.position(b.run.id)).toBe(2);
+    expect(await Promise.all(a.map((id) => other.position(id)))).toEqual([
+      1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+    ]);
+    const order: number[] = [];
+    for (let run = await q.claim(); run; run = await q.claim()) order.push(run.job.n);
+    expect(order).toEqual([1, 100, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+  });
+
+  it('gives each group a turn per round, in the order their oldest runs arrived, as runs come and go', async () => {
+    const q = await backend.open({ concurrency: 20 });
+    const put = async (key: string, n: number, held = false) => {
+      const r = await q.enqueue({ key, group: key.split('#')[0]!, job: job(n), held });
+      if (r.status !== 'queued') throw new Error(`${key} not queued`);
+      return r.run.id;
+    };
+    const ids = {
+      a1: await put('a/r#1', 1),
+      a2: await put('a/r#2', 2),
+      a3: await put('a/r#3', 3),
+      b1: await put('b/r#1', 11),
+      b2: await put('b/r#2', 12),
+      c1: await put('c/r#1', 21, true),
+    };
+    const positions = async () =>
+      Object.fromEntries(
+        await Promise.all(Object.entries(ids).map(async ([k, id]) => [k, await q.position(id)])),
+      );
+    expect(await positions()).toEqual({ a1: 1, b1: 2, c1: 3, a2: 4, b2: 5, a3: 6 });
+    // A held run keeps its place for positions but is not handed out before release.
+    expect((await q.claim())?.job.n).toBe(1);
+    expect((await q.claim())?.job.n).toBe(11);
+    expect(await q.position(ids.c1)).toBe(1);
+    expect((await q.claim())?.job.n).toBe(2);
+    // A newcomer joins the current round; a repository just served waits for the others.
+    const d1 = await put('d/r#1', 31);
+    const a4 = await put('a/r#4', 4);
+    expect(await q.position(d1)).toBe(3);
+    expect(await q.position(a4)).toBe(5);
+    expect(await q.release(ids.c1)).toBe(true);
+    const rest: number[] = [];
+    for (let run = await q.claim(); run; run = await q.claim()) rest.push(run.job.n);
+    expect(rest).toEqual([21, 12, 31, 3, 4]);
+  });
+
+  it('does not serve a repository twice in a row when another one waits', async () => {
+    const q = await backend.open();
+    await q.enqueue({ key: 'a/r#1', group: 'a/r', job: job(1) });
+    await q.enqueue({ key: 'a/r#2', group: 'a/r', job: job(2) });
+    const first = await q.claim();
+    await q.finish(first!.id, 'done');
+    // b arrives after a's first run finished: b's first run goes before a's second...
+    await q.enqueue({ key: 'b/r#1', group: 'b/r', job: job(11) });
+    const second = await q.claim();
+    expect(second?.job.n).toBe(11);
+    await q.finish(second!.id, 'done');
+    // ...and b's next one waits for a's.
+    await q.enqueue({ key: 'b/r#2', group: 'b/r', job: job(12) });
+    const third = await q.claim();
+    expect(third?.job.n).toBe(2);
+    await q.finish(third!.id, 'done');
+    expect((await q.claim())?.job.n).toBe(12);
+  });
+
+  it('refuses a run past the per-group cap atomically, and takes one again once a run leaves', async () => {
+    const queues = await Promise.all([backend.open(), backend.open(), backend.open()]);
+    const results = await Promise.all(
+      Array.from({ length: 9 }, (_, i) =>
+        queues[i % 3]!.enqueue({
+          key: `a/r#${i}`,
+          group: 'a/r',
+          job: job(i),
+          maxQueuedInGroup: 3,
+        }),
+      ),
+    );
+    expect(results.filter((r) => r.status === 'queued')).toHaveLength(3);
+    expect(results.filter((r) => r.status === 'full')).toEqual(
+      Array.from({ length: 6 }, () => ({ status: 'full', queued: 3 })),
+    );
+    // Other groups are not affected; held runs count; admit refuses the same way.
+    const q = queues[0]!;
+    expect(
+      (await q.enqueue({ key: 'b/r#1', group: 'b/r', job: job(20), maxQueuedInGroup: 3 })).status,
+    ).toBe('queued');
+    expect(
+      await q.admit({
+        deliveryId: 'd-full',
+        event: 'run',
+        payload: {},
+        run: { key: 'a/r#20', group: 'a/r', job: job(21), held: true, maxQueuedInGroup: 3 },
+      }),
+    ).toEqual({ status: 'recorded', enqueued: { status: 'full', queued: 3 } });
+    expect((await q.pendingDeliveries()).map((d) => d.deliveryId)).toEqual(['d-full']);
+    // A running run is not waiting: a claimed run makes room.
+    const running = await q.claim();
+    expect(running?.group).toBe('a/r');
+    const admitted = await q.admit({
+      deliveryId: 'd-room',
+      event: 'run',
+      payload: {},
+      run: { key: 'a/r#21', group: 'a/r', job: job(22), held: true, maxQueuedInGroup: 3 },
+    });
+    expect(admitted).toMatchObject({ status: 'recorded', enqueued: { status: 'queued' } });
+    expect(
+      (await q.enqueue({ key: 'a/r#22', group: 'a/r', job: job(23), maxQueuedInGroup: 3 })).status,
+    ).toBe('full');
+  });
+
   it('cancels a queued run at once and flags a running one for its worker', async () => {
     const q = await backend.open();
     const other = await backend.open();
