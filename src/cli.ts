@@ -60,7 +60,10 @@ program
     '--base <rev>',
     'with --feedback-file: diff the previous attempt against this (default: HEAD)',
   )
-  .option('--model-url <url>', 'OpenAI-compatible base URL (default FROGNANO_MODEL_URL)')
+  .option(
+    '--model-url <url[,url...]>',
+    'OpenAI-compatible base URL, or several separated by commas (default FROGNANO_MODEL_URL)',
+  )
   .option('--model <name>', 'served model name (default FROGNANO_MODEL)')
   .option('--max-steps <n>', 'step budget (default 150 or the repo config)')
   .option('--timeout-minutes <n>', 'wall-clock budget of the agent loop')

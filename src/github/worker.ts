@@ -35,6 +35,7 @@ import {
   savePendingPublish,
 } from './pending-publish.js';
 import { RestBudget } from './rest-budget.js';
+import { ModelWaits } from './model-waits.js';
 import { RunningStatus } from './running-status.js';
 import { evidenceOf, writePublishedAttempt } from './revision-record.js';
 import {
@@ -439,21 +440,27 @@ export class WorkerPool {
     let giveUp: (error: JobOverdue) => void = () => undefined;
     const abandoned = new Promise<never>((_, reject) => (giveUp = reject));
     abandoned.catch(() => undefined);
+    const waits = new ModelWaits();
     const armDeadline = (timeoutMs: number): void => {
       if (deadlineTimer || overdue) return;
       const limitMs = timeoutMs + (deps.jobDeadlineGraceMs ?? DEFAULT_JOB_DEADLINE_GRACE_MS);
-      deadlineTimer = setTimeout(
-        () => {
-          overdue = new JobOverdue(limitMs);
-          log.warn({ limitMs }, 'run exceeded its time limit; stopping it');
-          controller.abort(overdue);
-          deadlineTimer = setTimeout(
-            () => giveUp(overdue as JobOverdue),
-            deps.jobAbandonMs ?? DEFAULT_JOB_ABANDON_MS,
-          );
-        },
-        Math.min(limitMs, MAX_TIMER_MS),
-      );
+      const armedAt = performance.now();
+      const fire = (): void => {
+        // Waiting for a model slot moved the loops' budgets on, and so the job's deadline.
+        const due = armedAt + limitMs + waits.extraMs() - performance.now();
+        if (waits.waiting || (waits.extraMs() > 0 && due > 0)) {
+          deadlineTimer = setTimeout(fire, Math.min(Math.max(due, 1000), MAX_TIMER_MS));
+          return;
+        }
+        overdue = new JobOverdue(limitMs);
+        log.warn({ limitMs }, 'run exceeded its time limit; stopping it');
+        controller.abort(overdue);
+        deadlineTimer = setTimeout(
+          () => giveUp(overdue as JobOverdue),
+          deps.jobAbandonMs ?? DEFAULT_JOB_ABANDON_MS,
+        );
+      };
+      deadlineTimer = setTimeout(fire, Math.min(limitMs, MAX_TIMER_MS));
     };
     const phases = startPhaseClock(deps.metrics);
     try {
@@ -480,6 +487,7 @@ export class WorkerPool {
             armDeadline(event.timeoutMs);
           }
           phases.progress(event);
+          waits.note(event);
           status.update(running.next(event, retried));
         };
         const pipeline = deps.runPipeline({

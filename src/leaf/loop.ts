@@ -156,6 +156,8 @@ export async function runLeaf(options: LeafRunOptions): Promise<LeafRunResult> {
   const started = performance.now();
   const elapsedMs = (): number => performance.now() - started;
   const deadline = started + (limits.timeBudgetMs ?? Number.POSITIVE_INFINITY);
+  // The budget's clock: time the model spent waiting for a slot does not count.
+  const budgetNow = (): number => performance.now() - (model.waitedMs?.() ?? 0);
 
   const recorder = new TrajectoryRecorder(
     {
@@ -209,6 +211,8 @@ export async function runLeaf(options: LeafRunOptions): Promise<LeafRunResult> {
     },
     tool_call_fallbacks: fallbacks,
     patch_error: extra.patchError,
+    ...(model.servedBy ? { model_endpoints: model.servedBy() } : {}),
+    ...(model.waitedMs ? { model_wait_sec: round3(model.waitedMs() / 1000) } : {}),
   });
 
   const checkpoint = async (t: TrajectoryTail): Promise<void> => {
@@ -240,12 +244,12 @@ export async function runLeaf(options: LeafRunOptions): Promise<LeafRunResult> {
       stop = { reason: 'cancelled', error: null, finalMessage: '' };
       break;
     }
-    if (performance.now() >= deadline) {
+    if (budgetNow() >= deadline) {
       stop = { reason: 'max_time', error: null, finalMessage: '' };
       break;
     }
 
-    const query = await queryModel(model, recorder, signal, deadline);
+    const query = await queryModel(model, recorder, signal, deadline, budgetNow);
     if (!query.ok) {
       stop = query.stop;
       break;
@@ -312,14 +316,15 @@ export async function runLeaf(options: LeafRunOptions): Promise<LeafRunResult> {
           stop = { reason: 'cancelled', error: null, finalMessage: '' };
           break;
         }
-        if (performance.now() >= deadline) {
+        if (budgetNow() >= deadline) {
           stop = { reason: 'max_time', error: null, finalMessage: '' };
           break;
         }
         const toolStarted = performance.now();
         let observation: string;
         try {
-          const outcome = await runToolCall(sandbox, call.function, signal, deadline);
+          const wallDeadline = deadline + (performance.now() - budgetNow());
+          const outcome = await runToolCall(sandbox, call.function, signal, wallDeadline);
           if (outcome === DEADLINE_PASSED) {
             stop = { reason: 'max_time', error: null, finalMessage: '' };
             logger?.warn(
@@ -397,9 +402,7 @@ export async function runLeaf(options: LeafRunOptions): Promise<LeafRunResult> {
           ? {}
           : {
               deadline:
-                Date.now() +
-                Math.max(0, limits.timeBudgetMs - elapsedMs()) +
-                CAPTURE_DEADLINE_GRACE_MS,
+                Date.now() + Math.max(0, deadline - budgetNow()) + CAPTURE_DEADLINE_GRACE_MS,
             },
       );
       patchText = patchBytes.toString('utf8');
@@ -485,24 +488,30 @@ async function queryModel(
   recorder: TrajectoryRecorder,
   signal: AbortSignal | undefined,
   deadline: number,
+  budgetNow: () => number,
 ): Promise<QueryOutcome> {
   // One controller per request: the caller's cancel and the wall-clock deadline both end it.
   const controller = new AbortController();
   const onAbort = (): void => controller.abort();
   signal?.addEventListener('abort', onAbort, { once: true });
   let deadlineHit = false;
-  const remaining = deadline - performance.now();
-  // setTimeout fires at once beyond 2^31-1 ms; such a far deadline is left to the per-step check.
-  const timer =
-    remaining <= MAX_TIMER_MS
-      ? setTimeout(
-          () => {
-            deadlineHit = true;
-            controller.abort();
-          },
-          Math.max(0, remaining),
-        )
-      : undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const arm = (atLeastMs: number): void => {
+    const remaining = deadline - budgetNow();
+    // setTimeout fires at once beyond 2^31-1 ms; such a far deadline is left to the per-step check.
+    if (remaining > MAX_TIMER_MS) return;
+    const waited = model.waitedMs?.() ?? 0;
+    timer = setTimeout(
+      () => {
+        // The model waited for a slot meanwhile: that time moved the deadline on.
+        if ((model.waitedMs?.() ?? 0) > waited && deadline - budgetNow() > 0) return arm(250);
+        deadlineHit = true;
+        controller.abort();
+      },
+      Math.max(atLeastMs, remaining),
+    );
+  };
+  arm(0);
   try {
     // Raced as well: the SDK does not wake from a retry back-off when aborted.
     const response = await raceAbort(
