@@ -107,11 +107,16 @@ program
   .description(
     'Check credentials, GitHub, the model, Docker, the sandbox image, the data directory and the queue (exit 1 when something blocks runs)',
   )
-  .action(async () => {
+  .option(
+    '--probe',
+    'also send each model endpoint one small request with the Leaf tools: are tool calls and reasoning parsed?',
+  )
+  .action(async (options: { probe?: boolean }) => {
     const { doctorCommand } = await import('./commands/doctor.js');
     process.exitCode = await doctorCommand({
       stdout: (line) => process.stdout.write(`${line}\n`),
       env: process.env,
+      probe: options.probe === true,
     });
   });
 

@@ -6,7 +6,12 @@
 // a while and its loops go on elsewhere with their whole history.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { inspectModelEndpoint, ModelConfig, type ModelConfigInput } from '../leaf/openai-model.js';
+import {
+  inspectModelEndpoint,
+  type ModelConfig,
+  type ModelConfigInput,
+} from '../leaf/openai-model.js';
+import { endpointModelConfig } from './endpoint-config.js';
 import type { EndpointSpec } from './endpoint-url.js';
 import type { EndpointFailureKind } from './endpoint-failure.js';
 import { errorChain } from './endpoint-failure.js';
@@ -86,15 +91,7 @@ export class ModelFleet {
 
   /** The request settings for one endpoint, with `headers` (a loop's own) added. */
   configFor(endpoint: FleetEndpoint, headers: Record<string, string> = {}): ModelConfig {
-    return ModelConfig.parse({
-      ...this.#model,
-      baseUrl: endpoint.baseUrl,
-      headers: {
-        ...this.#model.headers,
-        ...headers,
-        ...(endpoint.authorization ? { authorization: endpoint.authorization } : {}),
-      },
-    });
+    return endpointModelConfig(this.#model, endpoint, headers);
   }
 
   /** A Model for one agent loop: pinned to one endpoint, moved on only when it fails. */
