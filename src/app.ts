@@ -16,8 +16,16 @@ import {
 import type { Logger } from 'pino';
 import { loadProcessConfig } from './config.js';
 import { modelConfigFrom } from './commands/model-config-from.js';
+import { modelFleetFrom } from './commands/model-fleet-from.js';
+import type { ModelFleet } from './model-fleet/fleet.js';
 import { createLogger } from './log.js';
-import { countDelivery, createMetrics, metricsHandler, type Metrics } from './metrics/index.js';
+import {
+  countDelivery,
+  createMetrics,
+  fleetObserver,
+  metricsHandler,
+  type Metrics,
+} from './metrics/index.js';
 import { connectDocker } from './sandbox/docker-engine.js';
 import { openQueue } from './queue/open-queue.js';
 import { readRunArtifact, runArtifacts } from './queue/read-run-artifact.js';
@@ -226,9 +234,12 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     retentionDays: config.retentionDays,
     log,
   });
+  // The model endpoints, shared by every run of this process (with Redis, by every worker).
+  let fleet: ModelFleet | undefined;
   // A start that fails after taking the lock gives it back (an embedding process may retry).
   const failStart = async (error: unknown): Promise<never> => {
     await workers?.stop();
+    await fleet?.close();
     await retention.stop();
     await queue.close();
     dataDirLock.release();
@@ -239,6 +250,17 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       queued: (await queue.list('queued')).length,
       running: (await queue.list('running')).length,
     }),
+    ...(mode === 'serve'
+      ? {}
+      : {
+          modelEndpoints: async () => {
+            if (!fleet) throw new Error('no fleet yet');
+            return (await fleet.status()).map((s) => ({
+              endpoint: s.endpoint.name,
+              down: s.down !== undefined,
+            }));
+          },
+        }),
   });
   const lock = new KeyedLock();
   const probotForAuth = new ProbotWithDefaults();
@@ -248,12 +270,15 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
   let workers: WorkerPool | undefined;
   if (mode !== 'serve') {
     const processConfig = loadProcessConfig(env);
+    const runFleet = modelFleetFrom(processConfig, env, { observer: fleetObserver(metrics), log });
+    fleet = runFleet;
     // Each run's result is kept beside its trajectory for the run page.
     const pipeline: RunPipelineFn = recordingRunResults(
       options.runPipeline ??
         ((request) =>
           runPipeline(request, {
             modelConfig: modelConfigFrom(processConfig),
+            fleet: runFleet,
             env,
             dataDir: config.dataDir,
             logger: log,
@@ -418,6 +443,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       await closing;
       await intake.stop();
       await workers?.stop();
+      await fleet?.close();
       await retention.stop();
       await queue.close();
       dataDirLock.release();

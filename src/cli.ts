@@ -60,7 +60,10 @@ program
     '--base <rev>',
     'with --feedback-file: diff the previous attempt against this (default: HEAD)',
   )
-  .option('--model-url <url>', 'OpenAI-compatible base URL (default FROGNANO_MODEL_URL)')
+  .option(
+    '--model-url <url[,url...]>',
+    'OpenAI-compatible base URL, or several separated by commas (default FROGNANO_MODEL_URL)',
+  )
   .option('--model <name>', 'served model name (default FROGNANO_MODEL)')
   .option('--max-steps <n>', 'step budget (default 150 or the repo config)')
   .option('--timeout-minutes <n>', 'wall-clock budget of the agent loop')
@@ -104,11 +107,16 @@ program
   .description(
     'Check credentials, GitHub, the model, Docker, the sandbox image, the data directory and the queue (exit 1 when something blocks runs)',
   )
-  .action(async () => {
+  .option(
+    '--probe',
+    'also send each model endpoint one small request with the Leaf tools: are tool calls and reasoning parsed?',
+  )
+  .action(async (options: { probe?: boolean }) => {
     const { doctorCommand } = await import('./commands/doctor.js');
     process.exitCode = await doctorCommand({
       stdout: (line) => process.stdout.write(`${line}\n`),
       env: process.env,
+      probe: options.probe === true,
     });
   });
 

@@ -8,7 +8,6 @@ import { Probot, ProbotOctokit } from 'probot';
 import pino from 'pino';
 import { ConfigError, loadProcessConfig, type ProcessConfig } from '../config.js';
 import { AppConfigError, loadAppConfig, type AppConfig } from '../github/app-config.js';
-import { checkModelEndpoint } from '../leaf/openai-model.js';
 import { assertDockerReachable, connectDocker } from '../sandbox/docker-engine.js';
 import { DEFAULT_SANDBOX_IMAGE } from '../sandbox/docker-sandbox.js';
 import { imageExists, offlineBuildBlocker } from '../sandbox/ensure-sandbox-image.js';
@@ -16,7 +15,7 @@ import type { AppMode } from '../app.js';
 import { Redis } from 'ioredis';
 import { loadQueueConfig } from '../queue/open-queue.js';
 import { redactUrl } from '../queue/redis-queue.js';
-import { modelConfigFrom } from './model-config-from.js';
+import { modelEndpointChecks } from './doctor-endpoints.js';
 
 export type CheckResult =
   | { ok: true; detail: string }
@@ -33,6 +32,8 @@ export interface Check {
   /** At `npm start` a failure only warns (a GPU restarting must not stop the webhook server). */
   warnOnlyAtStart?: boolean;
   run(context: CheckContext): Promise<CheckResult>;
+  /** A check with one line per item (a model endpoint each): used instead of `run`. */
+  runEach?(context: CheckContext): Promise<{ name: string; result: CheckResult }[]>;
 }
 
 export interface CheckContext {
@@ -46,6 +47,8 @@ export interface CheckContext {
   appOctokit?: InstanceType<typeof ProbotOctokit>;
   /** False once the data directory check failed (the queue lives there). */
   dataDirWritable?: boolean;
+  /** `frognano doctor --probe`: send each model endpoint one small Leaf request. */
+  probe?: boolean;
 }
 
 export interface CheckOutcome {
@@ -179,15 +182,20 @@ const modelEndpoint: Check = {
   modes: RUNS,
   warnOnlyAtStart: true,
   async run(context) {
-    if (!context.process) return fail('not checked', 'the configuration check failed', 'skipped');
-    const model = modelConfigFrom(context.process);
-    try {
-      await checkModelEndpoint(model, { timeoutMs: 5000 });
-      return { ok: true, detail: `${model.baseUrl} serves ${model.model}` };
-    } catch (error) {
-      const [problem, fix] = splitFix(errorText(error));
-      return fail(problem, fix ?? 'set FROGNANO_MODEL_URL and FROGNANO_MODEL');
+    const [first] = await modelEndpoint.runEach!(context);
+    return first!.result;
+  },
+  // One line per endpoint of FROGNANO_MODEL_URL (and, with --probe, its conformance).
+  async runEach(context) {
+    if (!context.process) {
+      return [
+        {
+          name: 'model endpoint',
+          result: fail('not checked', 'the configuration check failed', 'skipped'),
+        },
+      ];
     }
+    return modelEndpointChecks(context.process, context.env, { probe: context.probe ?? false });
   },
 };
 
@@ -416,21 +424,29 @@ export async function runChecks(options: {
   mode?: AppMode;
   atStart?: boolean;
   checks?: readonly Check[];
+  probe?: boolean;
 }): Promise<CheckOutcome[]> {
   const mode = options.mode ?? 'all';
   const context: CheckContext = { env: options.env, cwd: options.cwd };
+  if (options.probe) context.probe = true;
   const outcomes: CheckOutcome[] = [];
   for (const check of options.checks ?? CHECKS) {
     if (!check.modes.includes(mode)) continue;
-    let result: CheckResult;
+    let results: { name: string; result: CheckResult }[];
     try {
-      result = await check.run(context);
+      results = check.runEach
+        ? await check.runEach(context)
+        : [{ name: check.name, result: await check.run(context) }];
     } catch (error) {
-      result = fail(`the check itself failed (${errorText(error)})`, 'report this as a bug');
+      const result = fail(`the check itself failed (${errorText(error)})`, 'report this as a bug');
+      results = [{ name: check.name, result }];
     }
-    const blocks =
-      !result.ok && result.severity === 'block' && !(options.atStart && check.warnOnlyAtStart);
-    outcomes.push({ check, result, line: formatOutcome(check, result), blocks });
+    for (const { name, result } of results) {
+      const named = name === check.name ? check : { ...check, name };
+      const blocks =
+        !result.ok && result.severity === 'block' && !(options.atStart && check.warnOnlyAtStart);
+      outcomes.push({ check: named, result, line: formatOutcome(named, result), blocks });
+    }
   }
   return outcomes;
 }
@@ -445,6 +461,8 @@ export interface DoctorIo {
   stdout: (line: string) => void;
   env: NodeJS.ProcessEnv;
   cwd?: string;
+  /** `--probe`: one small Leaf request per model endpoint (tool-call and reasoning parsers). */
+  probe?: boolean;
 }
 
 /** `frognano doctor`: prints one line per check; exit code 1 when something blocks runs. */
@@ -454,7 +472,7 @@ export async function doctorCommand(io: DoctorIo): Promise<number> {
   if (io.env === process.env && existsSync(resolve(cwd, '.env'))) {
     process.loadEnvFile(resolve(cwd, '.env'));
   }
-  const outcomes = await runChecks({ env: io.env, cwd });
+  const outcomes = await runChecks({ env: io.env, cwd, ...(io.probe ? { probe: true } : {}) });
   for (const outcome of outcomes) io.stdout(outcome.line);
   const blocking = outcomes.filter((outcome) => outcome.blocks).length;
   io.stdout(

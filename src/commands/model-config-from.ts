@@ -2,13 +2,15 @@
 import type { ProcessConfig } from '../config.js';
 import { DEFAULT_REQUEST } from '../leaf/protocol.js';
 import { ModelConfig } from '../leaf/openai-model.js';
+import { splitModelUrls } from '../model-fleet/endpoint-url.js';
 
+/** With several endpoints (a comma-separated list), `baseUrl` is the first one's. */
 export function modelConfigFrom(
   config: ProcessConfig,
   overrides: { baseUrl?: string; model?: string } = {},
 ): ModelConfig {
   return ModelConfig.parse({
-    baseUrl: overrides.baseUrl ?? config.FROGNANO_MODEL_URL,
+    baseUrl: splitModelUrls(overrides.baseUrl ?? config.FROGNANO_MODEL_URL)[0],
     model: overrides.model ?? config.FROGNANO_MODEL,
     apiKey: config.FROGNANO_API_KEY,
     temperature: config.FROGNANO_TEMPERATURE,

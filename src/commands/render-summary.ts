@@ -9,6 +9,7 @@ import type { AttemptSummary, RunResult, TestResult } from '../runner/run-types.
 import { testPassed } from '../runner/test-report.js';
 import { instructionFileWords } from '../github/instruction-files-notes.js';
 import { reportWords } from '../github/status-comment.js';
+import { servedBySection } from '../github/served-by.js';
 
 export interface SummaryMeta {
   /** The served model name the run used. */
@@ -95,6 +96,8 @@ export function renderSummary(result: RunResult, meta: SummaryMeta = {}): string
   if (result.patch.trim() !== '') lines.push(changesSection(result), '');
   if (several) lines.push(...attemptLines(several, meta.outDir));
   lines.push(trajectoryTable(result), '');
+  const served = servedBySection(result, { chosen: 'selected' });
+  if (served) lines.push(served, '');
 
   const timings = Object.entries(result.timings);
   if (timings.length > 0) {

@@ -1,5 +1,6 @@
 // `frognano solve` flags, validated at the boundary with one line per mistake.
 import { z } from 'zod';
+import { isModelUrlList } from '../model-fleet/endpoint-url.js';
 
 const positiveInt = (flag: string) =>
   z
@@ -18,7 +19,13 @@ export const SolveOptions = z
       .enum(['docker', 'local'], { message: '--sandbox must be docker or local' })
       .optional(),
     image: z.string().min(1).optional(),
-    modelUrl: z.string().optional(),
+    modelUrl: z
+      .string()
+      .refine(isModelUrlList, {
+        message:
+          '--model-url must be an http(s) URL such as http://localhost:8000/v1, or several separated by commas',
+      })
+      .optional(),
     model: z.string().min(1).optional(),
     maxSteps: positiveInt('--max-steps').optional(),
     timeoutMinutes: positiveInt('--timeout-minutes').optional(),

@@ -4,17 +4,20 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { loadProcessConfig } from '../config.js';
 import { createLogger } from '../log.js';
-import { checkModelEndpoint } from '../leaf/openai-model.js';
 import { readIssueTextsOffThread } from '../github/sanitize-off-thread.js';
+import type Docker from 'dockerode';
+import { ModelEndpointError, type ModelConfig } from '../leaf/openai-model.js';
+import type { ModelFleet } from '../model-fleet/fleet.js';
 import { followUpTask } from '../runner/follow-up-task.js';
 import { runPipeline } from '../runner/run.js';
-import type { RunProgress, RunResult } from '../runner/run-types.js';
+import type { RunProgress, RunResult, SandboxKind } from '../runner/run-types.js';
 import { assertDockerReachable, connectDocker } from '../sandbox/docker-engine.js';
 import { ensureSandboxImage } from '../sandbox/ensure-sandbox-image.js';
 import { writeRunPage } from '../web/index.js';
 import { modelConfigFrom } from './model-config-from.js';
+import { modelFleetFrom } from './model-fleet-from.js';
 import { renderSummary } from './render-summary.js';
-import { parseSolveOptions, UsageError } from './solve-options.js';
+import { parseSolveOptions, UsageError, type SolveOptions } from './solve-options.js';
 import { terminalText } from './terminal-text.js';
 
 /** Exit codes of `frognano solve` (listed in --help and README). */
@@ -53,7 +56,8 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
   const feedback =
     options.feedbackFile === undefined ? undefined : await readFeedback(options.feedbackFile);
   const repo = await resolveRepo(options.repo);
-  const modelConfig = modelConfigFrom(config, { baseUrl: options.modelUrl, model: options.model });
+  const overrides = { baseUrl: options.modelUrl, model: options.model };
+  const modelConfig = modelConfigFrom(config, overrides);
 
   const outDir = path.resolve(options.out);
   await prepareOutDir(options.out, outDir);
@@ -74,8 +78,45 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
       progress: io.stderr,
     });
   }
-  await checkModelEndpoint(modelConfig);
+  const fleet = modelFleetFrom(config, io.env, { overrides });
+  try {
+    const checks = await fleet.check();
+    const failed = checks.filter((c) => !c.ok);
+    if (failed.length === checks.length) {
+      throw new ModelEndpointError(failed.map((c) => c.message).join('; '));
+    }
+    for (const c of failed) say(`warning: ${c.message}; the run uses the other endpoints`);
+    return await solveWith(options, io, {
+      fleet,
+      modelConfig,
+      docker,
+      repo,
+      issueText,
+      feedback,
+      sandbox,
+      outDir,
+    });
+  } finally {
+    await fleet.close();
+  }
+}
 
+async function solveWith(
+  options: SolveOptions,
+  io: SolveIo,
+  context: {
+    fleet: ModelFleet;
+    modelConfig: ModelConfig;
+    docker: Docker | undefined;
+    repo: string;
+    issueText: string;
+    feedback: string | undefined;
+    sandbox: SandboxKind;
+    outDir: string;
+  },
+): Promise<number> {
+  const say = (line: string) => io.stderr(terminalText(line));
+  const { fleet, modelConfig, docker, repo, issueText, feedback, sandbox, outDir } = context;
   const started = Date.now();
   const result = await runPipeline(
     {
@@ -116,6 +157,7 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
     // The progress lines are the interface here; logs only speak up for problems.
     {
       modelConfig,
+      fleet,
       docker,
       env: io.env,
       logger: createLogger({ level: io.env.LOG_LEVEL ?? 'warn' }),
@@ -257,6 +299,12 @@ export function progressLine(event: RunProgress, startedAt: number): string {
   if (event.kind === 'attempt') {
     const what = event.state === 'verifying' ? 'verifying its patch' : 'verified';
     return `[frognano] attempt ${event.attempt} ${what} (${elapsed})`;
+  }
+  if (event.kind === 'model-wait') {
+    const who = event.attempt === undefined ? '' : `attempt ${event.attempt} `;
+    return event.waiting
+      ? `[frognano] ${who}waiting for a model slot (${elapsed})`
+      : `[frognano] ${who}got a model slot after ${(event.waitedMs / 1000).toFixed(1)}s waiting, not counted against its time limit (${elapsed})`;
   }
   const tools = event.tools.length > 0 ? event.tools.join(',') : 'answer';
   const who = event.attempt === undefined ? '' : `attempt ${event.attempt} `;

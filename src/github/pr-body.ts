@@ -19,6 +19,7 @@ import {
 import { instructionFilesSection } from './instruction-files-notes.js';
 import { testWords } from './status-comment.js';
 import { testPassed } from '../runner/test-report.js';
+import { servedBySection } from './served-by.js';
 
 export const PR_BODY_LIMIT = 65_536;
 // Leave room for GitHub counting some characters differently from UTF-16 code units.
@@ -73,6 +74,7 @@ function render(input: PrBodyInput, d: Detail): string {
     trajectorySection(result, d),
     instructionFilesSection(result.instructionFiles),
     budgets(result),
+    servedBySection(result),
     input.trajectoryUrl
       ? `The run page (every step, the diff, the test evidence; raw JSON at \`${input.trajectoryUrl}.json\`): ${input.trajectoryUrl}`
       : '',

@@ -12,6 +12,7 @@ export class RunningStatus {
   #maxSteps: number | undefined;
   readonly #steps: Record<number, number> = {};
   readonly #verification: Record<number, 'verifying' | 'done'> = {};
+  readonly #waiting = new Set<number>();
 
   next(event: RunProgress, retried: boolean | undefined): Running {
     if (event.kind === 'phase') {
@@ -22,6 +23,11 @@ export class RunningStatus {
       this.#step = event.step;
       this.#maxSteps = event.maxSteps;
       if (event.attempt !== undefined) this.#steps[event.attempt] = event.step;
+    } else if (event.kind === 'model-wait') {
+      const attempt = event.attempt ?? 1;
+      if (event.attempt !== undefined) this.#steps[attempt] ??= 0;
+      if (event.waiting) this.#waiting.add(attempt);
+      else this.#waiting.delete(attempt);
     } else {
       this.#steps[event.attempt] ??= 0;
       this.#verification[event.attempt] = event.state;
@@ -36,6 +42,7 @@ export class RunningStatus {
       ...(Object.keys(this.#verification).length > 0
         ? { verification: { ...this.#verification } }
         : {}),
+      ...(this.#waiting.size > 0 ? { waiting: [...this.#waiting].sort((a, b) => a - b) } : {}),
       retried,
     };
   }

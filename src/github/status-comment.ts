@@ -32,6 +32,8 @@ export type StatusState =
       attempts?: Record<number, number>;
       /** Several attempts: whose patch is being verified, or has been (verified as each ends). */
       verification?: Record<number, 'verifying' | 'done'>;
+      /** Attempts (1 with one) waiting for a model slot: every endpoint is at its cap. */
+      waiting?: number[];
       retried?: boolean;
     }
   | ({ kind: 'done'; prUrl: string; prNumber: number; partial: boolean; verified?: string } & Notes)
@@ -89,16 +91,25 @@ export function renderStatus(
           ? ` (step ${state.step}/${state.maxSteps})`
           : '';
       const several = state.attempts !== undefined && Object.keys(state.attempts).length > 0;
-      lines.push(`🐸 **frognano**: running: ${PHASE_WORDS[state.phase]}${several ? '' : step}.`);
+      const waiting = state.waiting ?? [];
+      const doing =
+        !several && waiting.length > 0 ? 'waiting for a model slot' : PHASE_WORDS[state.phase];
+      lines.push(`🐸 **frognano**: running: ${doing}${several ? '' : step}.`);
       if (several) {
         const of = state.maxSteps !== undefined ? `/${state.maxSteps}` : '';
         const progress = Object.entries(state.attempts!)
           .sort(([a], [b]) => Number(a) - Number(b))
           .map(
             ([k, n]) =>
-              `attempt ${k}: step ${n}${of}${VERIFICATION_WORDS[state.verification?.[Number(k)] ?? 'none']}`,
+              `attempt ${k}: step ${n}${of}${waiting.includes(Number(k)) ? ', waiting for a model slot' : ''}${VERIFICATION_WORDS[state.verification?.[Number(k)] ?? 'none']}`,
           );
         lines.push('', `Parallel attempts: ${progress.join(' · ')}.`);
+      }
+      if (waiting.length > 0) {
+        lines.push(
+          '',
+          'Every model endpoint is serving as many runs as it may at once; the wait does not count against the time limit.',
+        );
       }
       if (state.retried) {
         lines.push(

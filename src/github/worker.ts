@@ -37,6 +37,7 @@ import {
 import { instructionFileNotes, withNotes } from './instruction-files-notes.js';
 import { ownerConfigBase } from './owner-config.js';
 import { RestBudget } from './rest-budget.js';
+import { ModelWaits } from './model-waits.js';
 import { RunningStatus } from './running-status.js';
 import { readIssueTextsOffThread } from './sanitize-off-thread.js';
 import { evidenceOf, writePublishedAttempt } from './revision-record.js';
@@ -444,21 +445,27 @@ export class WorkerPool {
     let giveUp: (error: JobOverdue) => void = () => undefined;
     const abandoned = new Promise<never>((_, reject) => (giveUp = reject));
     abandoned.catch(() => undefined);
+    const waits = new ModelWaits();
     const armDeadline = (timeoutMs: number): void => {
       if (deadlineTimer || overdue) return;
       const limitMs = timeoutMs + (deps.jobDeadlineGraceMs ?? DEFAULT_JOB_DEADLINE_GRACE_MS);
-      deadlineTimer = setTimeout(
-        () => {
-          overdue = new JobOverdue(limitMs);
-          log.warn({ limitMs }, 'run exceeded its time limit; stopping it');
-          controller.abort(overdue);
-          deadlineTimer = setTimeout(
-            () => giveUp(overdue as JobOverdue),
-            deps.jobAbandonMs ?? DEFAULT_JOB_ABANDON_MS,
-          );
-        },
-        Math.min(limitMs, MAX_TIMER_MS),
-      );
+      const armedAt = performance.now();
+      const fire = (): void => {
+        // Waiting for a model slot moved the loops' budgets on, and so the job's deadline.
+        const due = armedAt + limitMs + waits.extraMs() - performance.now();
+        if (waits.waiting || (waits.extraMs() > 0 && due > 0)) {
+          deadlineTimer = setTimeout(fire, Math.min(Math.max(due, 1000), MAX_TIMER_MS));
+          return;
+        }
+        overdue = new JobOverdue(limitMs);
+        log.warn({ limitMs }, 'run exceeded its time limit; stopping it');
+        controller.abort(overdue);
+        deadlineTimer = setTimeout(
+          () => giveUp(overdue as JobOverdue),
+          deps.jobAbandonMs ?? DEFAULT_JOB_ABANDON_MS,
+        );
+      };
+      deadlineTimer = setTimeout(fire, Math.min(limitMs, MAX_TIMER_MS));
     };
     const phases = startPhaseClock(deps.metrics);
     try {
@@ -485,6 +492,7 @@ export class WorkerPool {
             armDeadline(event.timeoutMs);
           }
           phases.progress(event);
+          waits.note(event);
           status.update(running.next(event, retried));
         };
         const pipeline = deps.runPipeline({

@@ -3,7 +3,7 @@
 // result assembled from the loop's state.
 import { capturePatch } from './capture-patch.js';
 import { describeError } from './describe-error.js';
-import { elapsedMs, type LoopState } from './loop-state.js';
+import { budgetNow, elapsedMs, type LoopState } from './loop-state.js';
 import type { LeafRunResult } from './loop-types.js';
 import type { Stop } from './stop.js';
 import { RUNNING, checkpoint, trajectoryTail } from './trajectory-checkpoint.js';
@@ -71,7 +71,9 @@ async function captureFinalPatch(state: LoopState, final: Stop): Promise<Capture
         ? {}
         : {
             deadline:
-              Date.now() + Math.max(0, timeBudgetMs - elapsedMs(state)) + CAPTURE_DEADLINE_GRACE_MS,
+              Date.now() +
+              Math.max(0, state.deadline - budgetNow(state)) +
+              CAPTURE_DEADLINE_GRACE_MS,
           },
     );
     return { bytes, text: bytes.toString('utf8'), error: null };

@@ -79,3 +79,8 @@ export function createLoopState(options: LeafRunOptions): LoopState {
 export function elapsedMs(state: LoopState): number {
   return performance.now() - state.started;
 }
+
+/** The budget's clock: time the model spent waiting for a slot does not count. */
+export function budgetNow(state: LoopState): number {
+  return performance.now() - (state.options.model.waitedMs?.() ?? 0);
+}

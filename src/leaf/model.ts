@@ -1,6 +1,7 @@
 // The Model seam: one chat-completions request in, one assistant turn out.
 import type { ChatMessage, AssistantMessage } from './messages.js';
 import type { ToolSchema } from './protocol.js';
+import type { ModelEndpointRecord } from './trajectory.js';
 
 export interface TokenUsage {
   promptTokens?: number;
@@ -23,4 +24,11 @@ export interface Model {
     tools: readonly ToolSchema[],
     signal?: AbortSignal,
   ): Promise<ModelResponse>;
+  /**
+   * Time spent so far waiting for capacity (a model slot), in ms: the loop does not count it
+   * against its time budget.
+   */
+  waitedMs?(): number;
+  /** Which servers answered so far, in order (recorded in the trajectory). */
+  servedBy?(): ModelEndpointRecord[];
 }

@@ -226,7 +226,25 @@ export function reduceCompletion(completion: unknown, latencyMs: number): ModelR
   return response;
 }
 
-const ModelList = z.object({ data: z.array(z.object({ id: z.string() })) });
+const ModelList = z.object({
+  data: z.array(
+    z.object({
+      id: z.string(),
+      // vLLM and SGLang also say where the weights came from and the context length.
+      root: z.string().nullish().catch(null),
+      max_model_len: z.number().nullish().catch(null),
+      owned_by: z.string().nullish().catch(null),
+    }),
+  ),
+});
+
+/** What `GET /models` says of the configured model. */
+export interface ServedModel {
+  id: string;
+  root: string | null;
+  maxModelLen: number | null;
+  ownedBy: string | null;
+}
 
 /** The endpoint cannot serve this run; the message is the one line to show the user. */
 export class ModelEndpointError extends Error {
@@ -244,6 +262,14 @@ export async function checkModelEndpoint(
   input: ModelConfigInput,
   options: { timeoutMs?: number } = {},
 ): Promise<void> {
+  await inspectModelEndpoint(input, options);
+}
+
+/** checkModelEndpoint, returning what the endpoint says of the configured model. */
+export async function inspectModelEndpoint(
+  input: ModelConfigInput,
+  options: { timeoutMs?: number } = {},
+): Promise<ServedModel> {
   const config = ModelConfig.parse(input);
   registerSecret(config.apiKey);
   const url = `${config.baseUrl.replace(/\/+$/, '')}/models`;
@@ -251,7 +277,11 @@ export async function checkModelEndpoint(
   let response: Response;
   try {
     response = await fetch(url, {
-      headers: { authorization: `Bearer ${config.apiKey || PLACEHOLDER_API_KEY}` },
+      // The configured headers win, as on chat requests (a proxy's basic auth).
+      headers: {
+        authorization: `Bearer ${config.apiKey || PLACEHOLDER_API_KEY}`,
+        ...config.headers,
+      },
       signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
     });
   } catch (error) {
@@ -278,13 +308,20 @@ export async function checkModelEndpoint(
       `model endpoint ${config.baseUrl} did not answer GET /models with a model list: check that the URL ends in /v1 and points at an OpenAI-compatible server`,
     );
   }
-  const ids = list.data.map((entry) => entry.id);
-  if (!ids.includes(config.model)) {
+  const entry = list.data.find((e) => e.id === config.model);
+  if (!entry) {
+    const ids = list.data.map((e) => e.id);
     const served = ids.length > 0 ? ids.join(', ') : 'nothing';
     throw new ModelEndpointError(
       `model endpoint ${config.baseUrl} does not serve ${config.model} (it serves: ${served}): configure one of those models or serve ${config.model} there`,
     );
   }
+  return {
+    id: entry.id,
+    root: entry.root ?? null,
+    maxModelLen: entry.max_model_len ?? null,
+    ownedBy: entry.owned_by ?? null,
+  };
 }
 
 function causeText(error: unknown): string {

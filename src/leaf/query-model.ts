@@ -2,7 +2,7 @@
 // cancel or the run's deadline; a failure becomes the stop it stands for.
 import { isContextOverflowError } from './context-limits.js';
 import { describeError } from './describe-error.js';
-import type { LoopState } from './loop-state.js';
+import { budgetNow, type LoopState } from './loop-state.js';
 import type { ModelResponse } from './model.js';
 import { TOOL_SCHEMAS } from './protocol.js';
 import { MAX_TIMER_MS, raceAbort } from './race-abort.js';
@@ -17,18 +17,25 @@ export async function queryModel(state: LoopState): Promise<QueryOutcome> {
   const onAbort = (): void => controller.abort();
   signal?.addEventListener('abort', onAbort, { once: true });
   let deadlineHit = false;
-  const remaining = state.deadline - performance.now();
-  // setTimeout fires at once beyond 2^31-1 ms; such a far deadline is left to the per-step check.
-  const timer =
-    remaining <= MAX_TIMER_MS
-      ? setTimeout(
-          () => {
-            deadlineHit = true;
-            controller.abort();
-          },
-          Math.max(0, remaining),
-        )
-      : undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const arm = (atLeastMs: number): void => {
+    const remaining = state.deadline - budgetNow(state);
+    // setTimeout fires at once beyond 2^31-1 ms; such a far deadline is left to the per-step check.
+    if (remaining > MAX_TIMER_MS) return;
+    const waited = model.waitedMs?.() ?? 0;
+    timer = setTimeout(
+      () => {
+        // The model waited for a slot meanwhile: that time moved the deadline on.
+        if ((model.waitedMs?.() ?? 0) > waited && state.deadline - budgetNow(state) > 0) {
+          return arm(250);
+        }
+        deadlineHit = true;
+        controller.abort();
+      },
+      Math.max(atLeastMs, remaining),
+    );
+  };
+  arm(0);
   try {
     // Raced as well: the SDK does not wake from a retry back-off when aborted.
     const response = await raceAbort(

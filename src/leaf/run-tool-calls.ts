@@ -2,7 +2,7 @@
 // estimated tokens added to the context count; a cancel, the deadline or a sandbox failure
 // stops the run before the next call.
 import { describeError } from './describe-error.js';
-import type { LoopState } from './loop-state.js';
+import { budgetNow, type LoopState } from './loop-state.js';
 import type { LeafStepSummary } from './loop-types.js';
 import type { ToolCall, ToolMessage } from './messages.js';
 import { AbortedError } from './race-abort.js';
@@ -58,7 +58,9 @@ export async function runToolCalls(
 async function callTool(state: LoopState, index: number, call: ToolCall): Promise<string | Stop> {
   const { sandbox, signal, logger, instanceId } = state.options;
   try {
-    const outcome = await runToolCall(sandbox, call.function, signal, state.deadline);
+    // The deadline on the wall clock: the budget's deadline moved on by the time spent waiting.
+    const wallDeadline = state.deadline + (performance.now() - budgetNow(state));
+    const outcome = await runToolCall(sandbox, call.function, signal, wallDeadline);
     if (outcome === DEADLINE_PASSED) {
       logger?.warn(
         { instanceId, step: index, tool: call.function.name },

@@ -43,6 +43,10 @@ export function trajectoryTail(
       completion_tokens: usage.completionTokens,
     },
     tool_call_fallbacks: state.fallbacks,
+    ...(state.options.model.servedBy ? { model_endpoints: state.options.model.servedBy() } : {}),
+    ...(state.options.model.waitedMs
+      ? { model_wait_sec: round3(state.options.model.waitedMs() / 1000) }
+      : {}),
     patch_error: extra.patchError,
   };
 }

@@ -76,6 +76,29 @@ export const TrajectoryUsage = z.object({
 });
 export type TrajectoryUsage = z.infer<typeof TrajectoryUsage>;
 
+/**
+ * Ours: one server that answered (or failed) an agent loop, in the order the loop used them;
+ * what it said of itself, so a run can be traced to the weights and server that produced it.
+ */
+export const ModelEndpointRecord = z.object({
+  /** Derived from its URL, without credentials. */
+  endpoint: z.string(),
+  /** The steps it answered (0-based, as `steps`); null when it answered none. */
+  first_step: z.number().int().nullable(),
+  last_step: z.number().int().nullable(),
+  requests: z.number().int(),
+  /** Why the loop left it (a request that failed after the client's retries); null otherwise. */
+  error: z.string().nullable(),
+  /** From `GET /models`: the served id, `root` (the weights), `max_model_len`, `owned_by`. */
+  model_id: z.string().nullable(),
+  root: z.string().nullable(),
+  max_model_len: z.number().nullable(),
+  owned_by: z.string().nullable(),
+  /** `GET /version` (vLLM) or `/get_server_info` (SGLang), where the server has one. */
+  server_version: z.string().nullable(),
+});
+export type ModelEndpointRecord = z.infer<typeof ModelEndpointRecord>;
+
 export const Trajectory = z.object({
   trajectory_format: z.literal(TRAJECTORY_FORMAT),
   trajectory_id: z.string(),
@@ -100,6 +123,10 @@ export const Trajectory = z.object({
   usage: TrajectoryUsage,
   tool_call_fallbacks: z.number().int(),
   patch_error: z.string().nullable(),
+  /** Set when the model tells who answered (a fleet of endpoints). */
+  model_endpoints: z.array(ModelEndpointRecord).optional(),
+  /** Time spent waiting for a model slot: not counted against the time budget. */
+  model_wait_sec: z.number().optional(),
 });
 export type Trajectory = z.infer<typeof Trajectory>;
 

@@ -1,5 +1,12 @@
 // The metrics room's one door: the registry factory, the instrument calls, the HTTP side.
-export { createMetrics, type Metrics, type MetricsOptions, type QueueDepth } from './registry.js';
+export {
+  createMetrics,
+  type Metrics,
+  type MetricsOptions,
+  type ModelEndpointState,
+  type QueueDepth,
+} from './registry.js';
+export { fleetObserver } from './fleet-instruments.js';
 export {
   countDelivery,
   countRunResult,

@@ -14,6 +14,14 @@ export interface MetricsOptions {
    * a throw leaves the gauge out of that scrape rather than failing the whole page.
    */
   queueDepth?: () => QueueDepth | Promise<QueueDepth>;
+  /** Read on every scrape: which model endpoints are marked down now (by any worker). */
+  modelEndpoints?: () => Promise<ModelEndpointState[]>;
+}
+
+/** One model endpoint as the fleet's store sees it at scrape time. */
+export interface ModelEndpointState {
+  endpoint: string;
+  down: boolean;
 }
 
 export interface Metrics {
@@ -27,6 +35,13 @@ export interface Metrics {
   readonly modelRequests: Counter;
   readonly webhookDeliveries: Counter<'decision' | 'trigger'>;
   readonly sandboxStarts: Counter<'kind' | 'snapshot'>;
+  readonly endpointLoops: Gauge<'endpoint'>;
+  readonly endpointRequests: Counter<'endpoint'>;
+  readonly endpointErrors: Counter<'endpoint' | 'kind'>;
+  readonly endpointDownSeconds: Counter<'endpoint'>;
+  readonly endpointDown: Gauge<'endpoint'>;
+  readonly endpointLatency: Histogram<'endpoint'>;
+  readonly endpointTokens: Counter<'endpoint' | 'kind'>;
   /** The whole page: this App's metrics, then the process's (`process_*`, `nodejs_*`). */
   scrape(): Promise<string>;
   readonly contentType: string;
@@ -35,6 +50,8 @@ export interface Metrics {
 // Runs last minutes to an hour or so; phases from well under a second (config) to the agent loop.
 const RUN_BUCKETS = [5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200];
 const PHASE_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+// One chat completion: a short tool call in well under a second, a long thought in minutes.
+const REQUEST_BUCKETS = [0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600];
 
 let processRegistry: Registry | undefined;
 
@@ -71,8 +88,63 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       this.set({ state: 'running' }, depth.running);
     },
   });
+  const { modelEndpoints } = options;
+  const endpointDown = new Gauge({
+    name: 'frognano_model_endpoint_down',
+    help: 'Model endpoints marked down now (1), by any worker sharing the store, read at scrape time',
+    labelNames: ['endpoint'] as const,
+    registers: modelEndpoints ? registers : [],
+    async collect() {
+      this.reset();
+      let states: ModelEndpointState[];
+      try {
+        states = await modelEndpoints!();
+      } catch {
+        return; // the store is unreachable: no figure rather than a wrong one
+      }
+      for (const state of states) this.set({ endpoint: state.endpoint }, state.down ? 1 : 0);
+    },
+  });
   const processRegistry = processMetrics();
   return {
+    endpointDown,
+    endpointLoops: new Gauge({
+      name: 'frognano_model_endpoint_loops',
+      help: 'Agent loops of this process holding a slot on each model endpoint now',
+      labelNames: ['endpoint'] as const,
+      registers,
+    }),
+    endpointRequests: new Counter({
+      name: 'frognano_model_endpoint_requests_total',
+      help: 'Chat completions each model endpoint answered for this process',
+      labelNames: ['endpoint'] as const,
+      registers,
+    }),
+    endpointErrors: new Counter({
+      name: 'frognano_model_endpoint_errors_total',
+      help: 'Chat completions that failed after the client retries, by endpoint and kind (connection, timeout, server_error, other)',
+      labelNames: ['endpoint', 'kind'] as const,
+      registers,
+    }),
+    endpointDownSeconds: new Counter({
+      name: 'frognano_model_endpoint_down_seconds_total',
+      help: 'Seconds this process marked each model endpoint down for',
+      labelNames: ['endpoint'] as const,
+      registers,
+    }),
+    endpointLatency: new Histogram({
+      name: 'frognano_model_endpoint_request_duration_seconds',
+      help: 'Wall time of a chat completion a model endpoint answered, retries included',
+      labelNames: ['endpoint'] as const,
+      buckets: REQUEST_BUCKETS,
+      registers,
+    }),
+    endpointTokens: new Counter({
+      name: 'frognano_model_endpoint_tokens_total',
+      help: 'Tokens each model endpoint reported, by kind (prompt, completion), as they are answered',
+      labelNames: ['endpoint', 'kind'] as const,
+      registers,
+    }),
     registry,
     queueRuns,
     runsRunning: new Gauge({

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { log as defaultLogger } from '../log.js';
 import type { Model } from '../leaf/model.js';
 import type { ModelConfigInput } from '../leaf/openai-model.js';
+import type { ModelFleet } from '../model-fleet/fleet.js';
 import { DEFAULT_MAX_STEPS } from '../leaf/protocol.js';
 import type { Sandbox } from '../leaf/sandbox.js';
 import { SandboxLimitExceeded } from '../sandbox/disk-guard.js';
@@ -23,6 +24,11 @@ export interface PipelineDeps {
   modelConfig?: ModelConfigInput;
   /** A ready Model (tests); used instead of building one from `modelConfig`. */
   model?: Model;
+  /**
+   * The model endpoints, shared by every run of the process (their cap counts this process's
+   * loops, or every worker's through Redis). Default: a fleet of `modelConfig`'s one endpoint.
+   */
+  fleet?: ModelFleet;
   /** The Docker engine (default: DOCKER_HOST or the local socket). */
   docker?: Docker;
   /** Process environment: FROGNANO_DATA_DIR, FROGNANO_SANDBOX_IMAGE, PATH/HOME for host git. */

@@ -1,6 +1,7 @@
 // The contract between the run pipeline (src/runner/run.ts) and whoever starts runs and
 // publishes their results (the CLI's `solve`, the GitHub App). runner/ knows no GitHub.
 import type { StopReason } from '../leaf/protocol.js';
+import type { ModelEndpointRecord } from '../leaf/trajectory.js';
 
 export type SandboxKind = 'docker' | 'local';
 
@@ -103,7 +104,12 @@ export type RunProgress =
       contextTokens: number;
     }
   /** Several attempts: one attempt's patch is being verified, or has been (as soon as its loop ends). */
-  | { kind: 'attempt'; attempt: number; state: 'verifying' | 'done' };
+  | { kind: 'attempt'; attempt: number; state: 'verifying' | 'done' }
+  /**
+   * A loop waits for a model slot (every endpoint is at FROGNANO_MODEL_MAX_LOOPS), or has one
+   * again; `waitedMs`: its waiting so far, which its time budget does not count.
+   */
+  | { kind: 'model-wait'; attempt?: number; waiting: boolean; waitedMs: number };
 
 export interface TestResult {
   command: string;
@@ -217,6 +223,8 @@ export interface RunResult {
   selectedAttempt?: number;
   /** The repository's instruction files the task was given (absent when it has none). */
   instructionFiles?: InstructionFileUse[];
+  /** The endpoints that answered the (selected) attempt's loop, and what each said of itself. */
+  servedBy?: ModelEndpointRecord[];
 }
 
 /** One attempt of a run with several, with the evidence it was ranked by. */
@@ -258,6 +266,8 @@ export interface AttemptSummary {
   trajectoryPath?: string;
   /** The patch kept with the run (`<outDir>/attempt-K/patch.diff`). */
   patchPath?: string;
+  /** The endpoints that answered its loop. */
+  servedBy?: ModelEndpointRecord[];
 }
 
 /** git's own reading of the patch (`diff-tree --raw/--numstat -z` on the host's clean clone). */

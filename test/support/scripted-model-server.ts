@@ -95,6 +95,17 @@ export interface ScriptedModelServerOptions {
   apiKey?: string;
   /** Answer once the script is used up (default: HTTP 400 `script exhausted`, which is never retried). */
   onExhausted?: ScriptStep;
+  /** `max_model_len` in `GET /v1/models` (default 131072). */
+  maxModelLen?: number;
+  /** `root` in `GET /v1/models` (default: the id, as vLLM says for a model served by name). */
+  root?: string;
+  /** When set, `GET /version` answers `{"version": ...}` (as vLLM does). */
+  version?: string;
+  /**
+   * Extra delay of an answer given the chat requests in flight when it arrived (itself
+   * included): a GPU whose steps slow down as it batches more sequences.
+   */
+  latency?: (inFlight: number) => number;
 }
 
 export interface ScriptedModelServer {
@@ -107,6 +118,9 @@ export interface ScriptedModelServer {
   readonly chatRequests: RecordedRequest[];
   /** Chat requests that arrived after the script was used up. */
   readonly exhaustedRequests: number;
+  /** Chat requests being answered now, and the most there ever were at once. */
+  readonly inFlight: number;
+  readonly maxInFlight: number;
   /** Append steps to the script. */
   push(...steps: ScriptStep[]): void;
   /** Steps not consumed yet. */
@@ -128,6 +142,8 @@ export async function startScriptedModelServer(
   let chatCount = 0;
   let exhausted = 0;
   let closing = false;
+  let inFlight = 0;
+  let maxInFlight = 0;
 
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -177,9 +193,14 @@ export async function startScriptedModelServer(
           object: 'model',
           created: 1_700_000_000,
           owned_by: 'scripted',
-          max_model_len: 131072,
+          root: options.root ?? id,
+          max_model_len: options.maxModelLen ?? 131072,
         })),
       });
+      return;
+    }
+    if (method === 'GET' && path === '/version' && options.version !== undefined) {
+      sendJson(res, 200, { version: options.version });
       return;
     }
     if (!isChat) {
@@ -187,6 +208,21 @@ export async function startScriptedModelServer(
       return;
     }
 
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    try {
+      await answerChat(req, res, rawBody, recorded);
+    } finally {
+      inFlight--;
+    }
+  }
+
+  async function answerChat(
+    req: IncomingMessage,
+    res: ServerResponse,
+    rawBody: string,
+    recorded: RecordedRequest,
+  ): Promise<void> {
     let step = script.shift();
     if (step === undefined) {
       exhausted++;
@@ -205,9 +241,16 @@ export async function startScriptedModelServer(
     if (recorded.body === undefined && typeof step === 'function') {
       recorded.body = parseJson(rawBody);
     }
+    const load = inFlight;
     const spec = typeof step === 'function' ? await step(recorded) : step;
-    if (spec.kind === 'hang') return;
-    const delayMs = spec.delayMs ?? 0;
+    if (spec.kind === 'hang') {
+      // Counted in flight until the client gives up or the server closes.
+      await new Promise<void>((resolve) => res.once('close', resolve));
+      return;
+    }
+    const delayMs =
+      (spec.delayMs ?? 0) +
+      (options.latency && (spec.kind ?? 'message') === 'message' ? options.latency(load) : 0);
     if (delayMs > 0) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
@@ -250,6 +293,12 @@ export async function startScriptedModelServer(
     chatRequests,
     get exhaustedRequests() {
       return exhausted;
+    },
+    get inFlight() {
+      return inFlight;
+    },
+    get maxInFlight() {
+      return maxInFlight;
     },
     push: (...steps) => {
       script.push(...steps);

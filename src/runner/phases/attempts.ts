@@ -5,7 +5,9 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { runLeaf, type LeafRunResult } from '../../leaf/loop.js';
 import type { Model } from '../../leaf/model.js';
-import { checkModelEndpoint, createOpenAIModel, ModelConfig } from '../../leaf/openai-model.js';
+import { ModelConfig } from '../../leaf/openai-model.js';
+import { fleetOfModelConfig } from '../../model-fleet/open-fleet.js';
+import type { EndpointCheck } from '../../model-fleet/fleet.js';
 import { DEFAULT_MAX_CONTEXT_TOKENS } from '../../leaf/protocol.js';
 import type { Sandbox } from '../../leaf/sandbox.js';
 import { errorText } from '../command-output.js';
@@ -44,37 +46,51 @@ export interface Attempt {
   violations: PolicyViolation[];
 }
 
-/** The endpoint, checked once; one Model per attempt (each tells its number in a header). */
+/** One attempt's Model; `release` gives its model slot back when its loop has ended. */
+export type LoopModel = Model & { release?(): Promise<void> };
+
+/**
+ * The endpoints, checked once (the run goes on while one of them serves the model); then one
+ * Model per attempt, pinned to an endpoint of the fleet (each tells its number in a header).
+ */
 export async function connectModel(
   run: RunContext,
   attempts: number,
-): Promise<((attempt: number) => Model) | Failure> {
+): Promise<((attempt: number) => LoopModel) | Failure> {
   const { deps } = run;
-  const modelConfig =
-    deps.modelConfig === undefined ? undefined : ModelConfig.parse(deps.modelConfig);
-  if (modelConfig) {
-    try {
-      await checkModelEndpoint(modelConfig);
-    } catch (error) {
-      return { outcome: 'model_unreachable', error: errorText(error) };
+  const fleet =
+    deps.fleet ??
+    (deps.modelConfig === undefined ? undefined : fleetOfModelConfig(deps.modelConfig, run.log));
+  if (fleet) {
+    const checks = await fleet.check();
+    if (!checks.some((c) => c.ok))
+      return { outcome: 'model_unreachable', error: noneServes(checks) };
+    for (const c of checks) {
+      if (!c.ok)
+        run.log.warn({ endpoint: c.endpoint.name, problem: c.message }, 'model endpoint left out');
     }
   }
   const shared = deps.model;
   if (shared) return () => shared;
-  if (!modelConfig)
+  if (!fleet)
     return {
       outcome: 'model_unreachable',
       error: 'no model endpoint is configured: set FROGNANO_MODEL_URL',
     };
-  if (attempts === 1) {
-    const model = createOpenAIModel(modelConfig);
-    return () => model;
-  }
+  const several = attempts > 1;
   return (attempt) =>
-    createOpenAIModel({
-      ...modelConfig,
-      headers: { ...modelConfig.headers, [ATTEMPT_HEADER]: String(attempt) },
+    fleet.loop({
+      headers: several ? { [ATTEMPT_HEADER]: String(attempt) } : {},
+      onWait: (waiting, waitedMs) =>
+        run.report({ kind: 'model-wait', ...(several ? { attempt } : {}), waiting, waitedMs }),
     });
+}
+
+/** One endpoint: its own line, as always. Several: each one's reason. */
+function noneServes(checks: readonly EndpointCheck[]): string {
+  const failed = checks.filter((c): c is Extract<EndpointCheck, { ok: false }> => !c.ok);
+  if (failed.length === 1) return errorText(new Error(failed[0]!.message));
+  return `no model endpoint can serve this run: ${failed.map((c) => c.message).join('; ')}`;
 }
 
 /** Where attempt K's trajectory goes: attempt 1 where a one-attempt run has always put it. */
@@ -90,7 +106,7 @@ export async function runAttempts(
   run: RunContext,
   prepared: Prepared,
   sandboxes: Promise<Sandbox | Failure>[],
-  modelFor: (attempt: number) => Model,
+  modelFor: (attempt: number) => LoopModel,
   ended?: (attempt: Attempt) => void,
 ): Promise<Attempt[]> {
   const attempts = sandboxes.map((_, i): Attempt => ({
@@ -120,7 +136,12 @@ export async function runAttempts(
             }
             await excludeUntracked(sandbox, run.signal, run.log);
           }
-          await runAttempt(run, prepared, attempt, modelFor(attempt.number), attempts.length);
+          const model = modelFor(attempt.number);
+          try {
+            await runAttempt(run, prepared, attempt, model, attempts.length);
+          } finally {
+            await model.release?.();
+          }
           if (!attempt.failure) ended?.(attempt);
         } catch (error) {
           if (attempts.length === 1) throw error;

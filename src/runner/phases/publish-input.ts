@@ -85,6 +85,7 @@ export function fillFromAttempt(result: RunResult, attempt: Attempt): void {
   result.budgets.contextTokens = leaf.contextTokens;
   result.budgets.promptTokens = leaf.usage.promptTokens;
   result.budgets.completionTokens = leaf.usage.completionTokens;
+  if (leaf.trajectory.model_endpoints) result.servedBy = leaf.trajectory.model_endpoints;
   // The run's error is the published attempt's: another attempt's stays in its own summary.
   if (attempt.error !== undefined) result.error = attempt.error;
   else delete result.error;
@@ -132,6 +133,7 @@ async function summaryOf(
     reason: ranking.reason,
     ...(a.leaf ? { trajectoryPath: a.trajectoryPath } : {}),
     ...(patchPath ? { patchPath } : {}),
+    ...(a.leaf?.trajectory.model_endpoints ? { servedBy: a.leaf.trajectory.model_endpoints } : {}),
   };
 }
 
