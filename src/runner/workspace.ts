@@ -13,9 +13,7 @@ import { hostGitEnv } from './host-git-env.js';
 import { registerSecret } from '../redact.js';
 import type { CredentialProvider } from './run-types.js';
 import { currentProcessId } from '../sandbox/owner.js';
-
-/** Marks a directory under the work root as a run's, so the reaper only removes ours. */
-export const RUN_MARKER = '.frognano-run.json';
+import { RUN_MARKER } from '../sandbox/run-marker.js';
 
 const DEFAULT_LOCK_TIMEOUT_MS = 10 * 60_000;
 // Kill a git command that has printed nothing for this long (a hung remote).
