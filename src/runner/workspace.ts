@@ -14,9 +14,7 @@ import { registerSecret } from '../redact.js';
 import type { CredentialProvider } from './run-types.js';
 import { readTreeFiles, type TreeFile } from './tree-files.js';
 import { currentProcessId } from '../sandbox/owner.js';
-
-/** Marks a directory under the work root as a run's, so the reaper only removes ours. */
-export const RUN_MARKER = '.frognano-run.json';
+import { RUN_MARKER } from '../sandbox/run-marker.js';
 
 const DEFAULT_LOCK_TIMEOUT_MS = 10 * 60_000;
 // Kill a git command that has printed nothing for this long (a hung remote).

@@ -20,7 +20,7 @@ import {
   sweepOwners,
 } from './owner.js';
 import { DEFAULT_SNAPSHOT_CAP, evictSnapshots } from './snapshot-cache.js';
-import { RUN_MARKER } from '../runner/workspace.js';
+import { RUN_MARKER } from './run-marker.js';
 
 export interface ReapOptions {
   /**

@@ -14,7 +14,8 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CloneError, RUN_MARKER, gitEnv, prepareWorkspace } from '../../src/runner/workspace.js';
+import { RUN_MARKER } from '../../src/sandbox/run-marker.js';
+import { CloneError, gitEnv, prepareWorkspace } from '../../src/runner/workspace.js';
 
 const temps: string[] = [];
 function temp(prefix: string): string {

@@ -23,7 +23,7 @@ import {
 } from '../../src/sandbox/attempt-base-image.js';
 import { ATTEMPT_HEADER } from '../../src/runner/phases/attempts.js';
 import { SNAPSHOT_LABEL, SNAPSHOT_REPOSITORY } from '../../src/sandbox/snapshot-cache.js';
-import { RUN_MARKER } from '../../src/runner/workspace.js';
+import { RUN_MARKER } from '../../src/sandbox/run-marker.js';
 import {
   describeDocker,
   ensureSandboxImage,
