@@ -12,7 +12,7 @@ import { errorChain } from '../model-fleet/endpoint-failure.js';
 import type { DownMark } from '../model-fleet/fleet-store.js';
 import { RedisFleetStore } from '../model-fleet/redis-store.js';
 import { loadQueueConfig } from '../queue/open-queue.js';
-import type { CheckResult } from './doctor.js';
+import type { CheckResult } from './doctor-check-result.js';
 import { modelConfigFrom } from './model-config-from.js';
 
 export interface NamedResult {

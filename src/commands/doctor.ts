@@ -15,15 +15,10 @@ import type { AppMode } from '../app.js';
 import { Redis } from 'ioredis';
 import { loadQueueConfig } from '../queue/open-queue.js';
 import { redactUrl } from '../queue/redis-queue.js';
+import type { CheckResult } from './doctor-check-result.js';
 import { modelEndpointChecks } from './doctor-endpoints.js';
 
-export type CheckResult =
-  | { ok: true; detail: string }
-  /**
-   * `warn`: runs can still work (the image builds itself); `block`: they cannot; `skipped`:
-   * not checked because an earlier check it needs failed (that one already says what to do).
-   */
-  | { ok: false; severity: 'warn' | 'block' | 'skipped'; problem: string; fix: string };
+export type { CheckResult } from './doctor-check-result.js';
 
 export interface Check {
   name: string;

@@ -8,8 +8,20 @@ import { RUN_RECORD_FILE, filesIn, readRunRecord, writeRunRecord } from '../web/
 import { runPageUrl } from '../web/run-page-handler.js';
 import type { IssueJob } from './job.js';
 import { issueKey } from './triggers.js';
-import type { PublishedRun } from './use-attempt.js';
+import type { RunResult } from '../runner/run-types.js';
 import { runOutDir } from './worker.js';
+
+/** The run a pull request was published from, with what is needed to re-render its body. */
+export interface PublishedRun {
+  runId: string;
+  result: RunResult;
+  /** Who started the run (the body's "Requested by"). */
+  requestedBy: string;
+  model?: string;
+  trajectoryUrl?: string;
+  /** Stores the result with the new selection (the run page shows it). */
+  save(result: RunResult): Promise<void>;
+}
 
 export async function publishedRun(
   deps: {

@@ -3,7 +3,8 @@
 // comment; `/frognano cancel` on the PR. Whether the PR is one this App opened is asked later,
 // through the API, after the sender's permission (intake.ts).
 import { z } from 'zod';
-import { isBot, parseCommand, type TriggerDecision, type TriggerTarget } from './triggers.js';
+import { isBot, parseCommand } from './parse-command.js';
+import type { TriggerDecision, TriggerTarget } from './trigger-types.js';
 
 const User = z.object({ login: z.string(), id: z.number(), type: z.string().optional() });
 

@@ -2,6 +2,11 @@
 // one, refuse politely, or ignore. The permission check happens later, through the API.
 import { z } from 'zod';
 import { decideReviewTrigger } from './review-triggers.js';
+import { isBot, parseCommand } from './parse-command.js';
+import type { TriggerDecision, TriggerTarget } from './trigger-types.js';
+
+export type { ReviewTrigger, TriggerDecision, TriggerTarget } from './trigger-types.js';
+export { isBot, parseCommand, type Command } from './parse-command.js';
 
 const User = z.object({ login: z.string(), id: z.number(), type: z.string().optional() });
 
@@ -42,92 +47,9 @@ export const IssueCommentPayload = z.object({
 });
 export type IssueCommentPayload = z.infer<typeof IssueCommentPayload>;
 
-/** Everything later stages need about the issue and the person who triggered us. */
-export interface TriggerTarget {
-  installationId: number;
-  owner: string;
-  repo: string;
-  issueNumber: number;
-  issueTitle: string;
-  issueBody: string;
-  defaultBranch?: string;
-  sender: { login: string; id: number };
-  /** The triggering comment (reactions go there); absent for labels (reactions go on the issue). */
-  commentId?: number;
-  /** `review_comment`: `commentId` is an inline review comment (its reactions live elsewhere). */
-  commentKind?: 'issue' | 'review_comment';
-  /** The target is the bot's pull request (a follow-up), `issueNumber` its number. */
-  pullRequest?: boolean;
-}
-
-/** What a follow-up on the pull request was asked with (review-triggers.ts). */
-export interface ReviewTrigger {
-  trigger: 'comment' | 'review' | 'review_comment';
-  /** The text after `/frognano`, unsanitized. */
-  feedback: string;
-  /** When the maintainer acted (ISO time). */
-  at: string;
-}
-
-export type TriggerDecision =
-  | { kind: 'ignore'; reason: string }
-  | ({
-      kind: 'run';
-      source: 'label' | 'retry' | 'review';
-      guidance?: string;
-      review?: ReviewTrigger;
-      attempts?: number;
-    } & TriggerTarget)
-  | ({ kind: 'cancel' } & TriggerTarget)
-  /**
-   * `/frognano use K` on a pull request (`issueNumber` is the pull request's); `attempt` is
-   * undefined when K is not a whole number (refused with the valid range by use-attempt.ts).
-   */
-  | ({ kind: 'use'; attempt: number | undefined } & TriggerTarget)
-  | ({ kind: 'refuse'; reason: 'closed' | 'locked' } & TriggerTarget);
-
 export interface TriggerOptions {
   /** The label that starts a run (compared case-insensitively, as GitHub does). */
   label: string;
-}
-
-export function isBot(user: { login: string; type?: string | undefined }): boolean {
-  return user.type === 'Bot' || /\[bot\]$/i.test(user.login);
-}
-
-export type Command =
-  | { verb: 'retry'; guidance?: string; attempts?: number }
-  | { verb: 'cancel' }
-  | { verb: 'use'; attempt: number | undefined };
-
-/**
- * A command is the whole comment: its first line is `/frognano retry [xN] [guidance]`, exactly
- * `/frognano cancel`, or `/frognano use K` (on the bot's pull request). Retry guidance may continue on the following lines; `xN` (N from
- * 1 to 8, right after `retry`) asks for N parallel attempts. A command quoted in a reply, buried in prose or glued to other words
- * (`/frognano retrying`) is not a command.
- *
- * `use` with nothing after it, or with anything starting like a number (`use 9`, `use -1`,
- * `use 1e3`, `use 1 2`) is `use`: a bad K is answered with the valid range, never read as
- * feedback for a follow-up run. `use` followed by words (`use the project's style`) is not a
- * command here: on a pull request it is feedback.
- */
-export function parseCommand(body: string): Command | undefined {
-  const text = body.replace(/\r\n?/g, '\n').trim();
-  const m = /^\/frognano[ \t]+(retry|cancel|use)(?=$|[ \t\n])([\s\S]*)$/i.exec(text);
-  if (!m) return undefined;
-  const verb = (m[1] ?? '').toLowerCase();
-  const rest = (m[2] ?? '').trim();
-  if (verb === 'cancel') return rest === '' ? { verb: 'cancel' } : undefined;
-  if (verb === 'use') {
-    if (rest !== '' && !/^[-+]?[.\d]/.test(rest)) return undefined;
-    return { verb: 'use', attempt: /^[-+]?\d+$/.test(rest) ? Number(rest) : undefined };
-  }
-  const count = /^[x×]([1-8])(?=$|[ \t\n])([\s\S]*)$/i.exec(rest);
-  const attempts = count ? { attempts: Number(count[1]) } : {};
-  const guidance = (count ? (count[2] ?? '') : rest).trim();
-  return guidance === ''
-    ? { verb: 'retry', ...attempts }
-    : { verb: 'retry', guidance, ...attempts };
 }
 
 export function decideTrigger(

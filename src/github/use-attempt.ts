@@ -19,19 +19,9 @@ import {
   type BotIdentity,
   type GitRunner,
 } from './publish.js';
-import { publishedRun } from './published-run.js';
+import { publishedRun, type PublishedRun } from './published-run.js';
 
-/** The run a pull request was published from, with what is needed to re-render its body. */
-export interface PublishedRun {
-  runId: string;
-  result: RunResult;
-  /** Who started the run (the body's "Requested by"). */
-  requestedBy: string;
-  model?: string;
-  trajectoryUrl?: string;
-  /** Stores the result with the new selection (the run page shows it). */
-  save(result: RunResult): Promise<void>;
-}
+export type { PublishedRun } from './published-run.js';
 
 export interface UseAttemptParams {
   octokit: GitHubClient;

@@ -9,7 +9,7 @@ import { createOpenAIModel } from '../leaf/openai-model.js';
 import type { ToolSchema } from '../leaf/protocol.js';
 import type { ModelEndpointRecord } from '../leaf/trajectory.js';
 import { endpointFailureKind, errorChain } from './endpoint-failure.js';
-import type { FleetEndpoint, ModelFleet } from './fleet.js';
+import type { FleetEndpoint, FleetLoopHost } from './fleet-types.js';
 
 export interface FleetLoopOptions {
   /** HTTP headers of this loop's requests (the attempt header); never in the body. */
@@ -33,7 +33,7 @@ export class NoModelEndpointLeft extends Error {
 }
 
 export class FleetLoop implements Model {
-  readonly #fleet: ModelFleet;
+  readonly #fleet: FleetLoopHost;
   readonly #leaseId: string;
   readonly #options: FleetLoopOptions;
   readonly #models = new Map<string, Model>();
@@ -44,7 +44,7 @@ export class FleetLoop implements Model {
   #waitingSince: number | undefined;
   #released = false;
 
-  constructor(fleet: ModelFleet, leaseId: string, options: FleetLoopOptions) {
+  constructor(fleet: FleetLoopHost, leaseId: string, options: FleetLoopOptions) {
     this.#fleet = fleet;
     this.#leaseId = leaseId;
     this.#options = options;

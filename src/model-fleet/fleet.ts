@@ -13,33 +13,17 @@ import {
 } from '../leaf/openai-model.js';
 import { endpointModelConfig } from './endpoint-config.js';
 import type { EndpointSpec } from './endpoint-url.js';
-import type { EndpointFailureKind } from './endpoint-failure.js';
 import { errorChain } from './endpoint-failure.js';
 import { FleetLoop, type FleetLoopOptions } from './fleet-loop.js';
 import type { DownMark, FleetStore } from './fleet-store.js';
+import type { FleetEndpoint, FleetObserver } from './fleet-types.js';
 import { MemoryFleetStore } from './memory-store.js';
 import { fetchServerVersion, type EndpointIdentity } from './server-identity.js';
 
 /** How long an endpoint that failed stays out of the choice for new requests. */
 export const DEFAULT_DOWN_MS = 30_000;
 
-/** What the fleet tells the metrics (src/metrics/fleet-instruments.ts). */
-export interface FleetObserver {
-  loopStarted(endpoint: string): void;
-  loopEnded(endpoint: string): void;
-  answered(
-    endpoint: string,
-    latencyMs: number,
-    usage: { promptTokens?: number; completionTokens?: number } | undefined,
-  ): void;
-  failed(endpoint: string, kind: EndpointFailureKind | 'other'): void;
-  markedDown(endpoint: string, forMs: number): void;
-}
-
-export interface FleetEndpoint extends EndpointSpec {
-  /** What it said of itself at the last check. */
-  identity?: EndpointIdentity;
-}
+export type { FleetEndpoint, FleetObserver } from './fleet-types.js';
 
 export interface ModelFleetOptions {
   endpoints: readonly EndpointSpec[];
