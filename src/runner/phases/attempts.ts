@@ -38,6 +38,8 @@ export interface Attempt {
   agentTests?: TestResult;
   /** The attempt's own tests and harness changes on the ORIGINAL source (several attempts only). */
   ownTestsBefore?: TestResult;
+  /** The same with the source change's text but not its behaviour (see textOnlyPatch). */
+  ownTestsText?: TestResult;
   violations: PolicyViolation[];
 }
 
