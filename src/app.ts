@@ -27,7 +27,7 @@ import {
   type Metrics,
 } from './metrics/index.js';
 import { connectDocker } from './sandbox/docker-engine.js';
-import { openQueue } from './queue/open-queue.js';
+import { loadQueueConfig, openQueue } from './queue/open-queue.js';
 import { readRunArtifact, runArtifacts } from './queue/read-run-artifact.js';
 import type { Queue } from './queue/types.js';
 import { lockDataDir, type DataDirHalf } from './queue/data-dir-lock.js';
@@ -39,6 +39,7 @@ import { Intake } from './github/intake.js';
 import type { IssueJob } from './github/job.js';
 import { KeyedLock } from './github/keyed-lock.js';
 import { appOctokit, type GitHubClient } from './github/octokit.js';
+import { paceWrites, sharedThrottle, type SharedThrottle } from './github/shared-throttle.js';
 import {
   type BotIdentity,
   type GitRunner,
@@ -203,14 +204,6 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
   }
 
   const { appId, privateKey, webhookSecret } = config.credentials;
-  const ProbotWithDefaults = Probot.defaults({
-    appId,
-    privateKey,
-    secret: webhookSecret,
-    baseUrl: config.apiBaseUrl,
-    log,
-    Octokit: options.Octokit ?? appOctokit(log),
-  });
   // Before the queue is touched: a second process must not requeue the first one's runs.
   const halves: DataDirHalf[] =
     mode === 'all' ? ['intake', 'worker'] : mode === 'serve' ? ['intake'] : ['worker'];
@@ -228,6 +221,17 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     dataDirLock.release();
     throw error;
   }
+  const { FROGNANO_REDIS_URL: redisUrl, FROGNANO_REDIS_PREFIX: redisPrefix } = loadQueueConfig(env);
+  // Many machines: every process paces its GitHub requests through one state in Redis.
+  const throttle = redisUrl ? sharedThrottle(redisUrl, redisPrefix, log) : undefined;
+  const ProbotWithDefaults = Probot.defaults({
+    appId,
+    privateKey,
+    secret: webhookSecret,
+    baseUrl: config.apiBaseUrl,
+    log,
+    Octokit: withThrottle(options.Octokit ?? appOctokit(log), throttle),
+  });
   const retention = startRetention({
     queue,
     trajectoriesDir: join(config.dataDir, 'trajectories'),
@@ -242,6 +246,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     await fleet?.close();
     await retention.stop();
     await queue.close();
+    await throttle?.close();
     dataDirLock.release();
     throw error;
   };
@@ -446,9 +451,27 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       await fleet?.close();
       await retention.stop();
       await queue.close();
+      await throttle?.close();
       dataDirLock.release();
     },
   };
+}
+
+/**
+ * The App's Octokit with the shared throttle under the options it is given (a class's own
+ * defaults still win: the tests' unspaced writes) and writes paced as they leave.
+ */
+function withThrottle(
+  Octokit: typeof ProbotOctokit,
+  throttle: SharedThrottle | undefined,
+): typeof ProbotOctokit {
+  if (!throttle) return Octokit;
+  return (Octokit.plugin(paceWrites as never) as typeof ProbotOctokit).defaults(
+    (options: Record<string, unknown>) => ({
+      ...options,
+      throttle: { ...throttle.options, ...(options.throttle as object) },
+    }),
+  );
 }
 
 /** GitHub caps webhook payloads at 25 MB; anything bigger is not GitHub. */

@@ -254,7 +254,13 @@ export function attemptsTable(
       String(a.steps),
       String(a.promptTokens + a.completionTokens),
       textCell(a.testsText),
-      a.ownTests === 'fail→pass' ? 'yes' : a.ownTests === 'no' ? 'no' : '—',
+      a.ownTests === 'fail→pass'
+        ? 'yes'
+        : a.ownTests === 'reads source'
+          ? 'no (reads the source)'
+          : a.ownTests === 'no'
+            ? 'no'
+            : '—',
       a.patch === '' ? 'empty' : `${a.filesChanged.length} files, ${a.diffLines} lines`,
       textCell(a.reason, reasonChars),
     ].join(' | '),

@@ -249,13 +249,21 @@ export interface AttemptSummary {
   agentTests?: TestResult;
   /** The agent's own tests on the original source (a reproduction fails there). */
   ownTestsBefore?: TestResult;
+  /**
+   * The agent's own tests on the original source with the patch's added lines in it as
+   * comments: a test that passes here reads the source instead of running it.
+   */
+  ownTestsText?: TestResult;
   violations: PolicyViolation[];
   patchFacts?: PatchFacts;
   /** `pass`, `fewer failing`, `fail` or `not run`, and in words (e.g. `2 failing (3 before)`). */
   tests: 'pass' | 'fewer failing' | 'fail' | 'not run';
   testsText: string;
-  /** `fail→pass` when its own tests reproduce the issue and pass with the fix. */
-  ownTests: 'fail→pass' | 'no' | 'none';
+  /**
+   * `fail→pass` when its own tests reproduce the issue and pass with the fix; `reads source`
+   * when they also pass on the original code with the patch's lines only as comments.
+   */
+  ownTests: 'fail→pass' | 'reads source' | 'no' | 'none';
   /** Attempts that made the same normalized change (itself included). */
   votes: number;
   /** Lines added plus removed. */

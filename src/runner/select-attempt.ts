@@ -1,8 +1,12 @@
 // Choosing the attempt to publish, by executed evidence, in a fixed order, and saying for
 // every attempt why it won or lost:
 //   1. the patch is non-empty, the attempt did not fail, and the patch passes policy;
-//   2. tests after: pass, or fewer failing than before (runners' summary counts);
-//   3. its own new or changed tests fail on the original tree and pass on the patched one;
+//   2. tests after: pass, or fewer failing than before (runners' summary counts), then fewer
+//      failing than the other attempts;
+//   3. its own new or changed tests fail on the original tree and pass on the patched one, its
+//      tests after are no worse than before, and its own tests do not also pass on the
+//      original code with the patch's added lines as comments (they would be reading the
+//      source as text, not running it: see textOnlyPatch);
 //   4. agreement: attempts whose normalized patches match vote together;
 //   5. the smaller change, then fewer steps, then the lower attempt number.
 import type { TestResult } from './run-types.js';
@@ -22,12 +26,14 @@ export interface AttemptEvidence {
   agentTests?: TestResult;
   /** The agent's tests on the original source. */
   ownTestsBefore?: TestResult;
+  /** The agent's tests on the original source with the change's text (textOnlyPatch). */
+  ownTestsText?: TestResult;
   /** Lines added plus removed; undefined to count them in the patch text. */
   diffLines?: number;
 }
 
 export type TestsVerdict = 'pass' | 'fewer failing' | 'fail' | 'not run';
-export type OwnTestsVerdict = 'fail→pass' | 'no' | 'none';
+export type OwnTestsVerdict = 'fail→pass' | 'reads source' | 'no' | 'none';
 
 export interface AttemptRanking {
   attempt: number;
@@ -57,6 +63,7 @@ export function selectAttempt(
       reason: '',
       tests: tests.verdict,
       testsText: tests.text,
+      ...(tests.failing !== undefined ? { failing: tests.failing } : {}),
       ownTests: ownTestsVerdict(e, verifyBefore),
       votes: normalized[i] === undefined ? 0 : normalized.filter((n) => n === normalized[i]).length,
       diffLines: e.diffLines ?? countChangedLines(e.patch),
@@ -73,10 +80,10 @@ export function selectAttempt(
     ? `chosen although no attempt qualified: ${winner.disqualified}`
     : `won: ${strengths(winner, rows.length)}`;
   for (const row of rows) if (row !== winner) row.reason = `lost: ${whyLost(row, winner)}`;
-  return rows.map(({ disqualified: _d, failed: _f, ...row }) => row);
+  return rows.map(({ disqualified: _d, failed: _f, failing: _n, ...row }) => row);
 }
 
-type Row = AttemptRanking & { disqualified?: string; failed?: boolean };
+type Row = AttemptRanking & { disqualified?: string; failed?: boolean; failing?: number };
 
 const TESTS_RANK: Record<TestsVerdict, number> = {
   pass: 2,
@@ -91,12 +98,18 @@ function compare(a: Row, b: Row): number {
     Number(a.failed === true) - Number(b.failed === true) ||
     Number(a.disqualified !== undefined) - Number(b.disqualified !== undefined) ||
     TESTS_RANK[b.tests] - TESTS_RANK[a.tests] ||
+    fewerFailing(a, b) ||
     Number(b.ownTests === 'fail→pass') - Number(a.ownTests === 'fail→pass') ||
     b.votes - a.votes ||
     a.diffLines - b.diffLines ||
     a.steps - b.steps ||
     a.attempt - b.attempt
   );
+}
+
+/** Negative when `a` has fewer failing tests after than `b` (both counted). */
+function fewerFailing(a: Row, b: Row): number {
+  return a.failing !== undefined && b.failing !== undefined ? a.failing - b.failing : 0;
 }
 
 function strengths(w: Row, count: number): string {
@@ -113,8 +126,10 @@ function strengths(w: Row, count: number): string {
 function whyLost(row: Row, w: Row): string {
   const by = `attempt ${w.attempt}`;
   if (row.disqualified) return row.disqualified;
-  if (TESTS_RANK[row.tests] !== TESTS_RANK[w.tests])
+  if (TESTS_RANK[row.tests] !== TESTS_RANK[w.tests] || fewerFailing(row, w) !== 0)
     return `tests after: ${row.testsText} (${by}: ${w.testsText})`;
+  if (row.ownTests === 'reads source' && w.ownTests === 'fail→pass')
+    return `its own tests read the source, not run it: they pass on the original code with the new lines as comments (${by}'s fail before and pass after)`;
   if (row.ownTests !== w.ownTests && w.ownTests === 'fail→pass')
     return `its own tests do not fail before and pass after (${by}'s do)`;
   if (row.votes !== w.votes)
@@ -128,19 +143,24 @@ function whyLost(row: Row, w: Row): string {
 function testsVerdict(
   after: TestResult | undefined,
   before: TestResult | undefined,
-): { verdict: TestsVerdict; text: string } {
+): { verdict: TestsVerdict; text: string; failing?: number } {
   if (!after) return { verdict: 'not run', text: 'not run' };
-  if (testPassed(after)) return { verdict: 'pass', text: 'pass' };
+  if (testPassed(after)) return { verdict: 'pass', text: 'pass', failing: 0 };
   if (after.timedOut) return { verdict: 'fail', text: 'timed out' };
   const now = parseTestCounts(after.outputTail);
   const then = before ? parseTestCounts(before.outputTail) : undefined;
   if (now && then && before?.exitCode !== 0 && now.failed < then.failed)
-    return { verdict: 'fewer failing', text: `${now.failed} failing (${then.failed} before)` };
-  return { verdict: 'fail', text: now ? `${now.failed} failing` : `exit ${after.exitCode}` };
+    return {
+      verdict: 'fewer failing',
+      text: `${now.failed} failing (${then.failed} before)`,
+      failing: now.failed,
+    };
+  if (!now) return { verdict: 'fail', text: `exit ${after.exitCode}` };
+  return { verdict: 'fail', text: `${now.failed} failing`, failing: now.failed };
 }
 
 function ownTestsVerdict(e: AttemptEvidence, before: TestResult | undefined): OwnTestsVerdict {
-  const { agentTests: withFix, ownTestsBefore: without, verifyAfter } = e;
+  const { agentTests: withFix, ownTestsBefore: without, ownTestsText: textOnly, verifyAfter } = e;
   if (!withFix || !without) return 'none';
   const failed = (t: TestResult) => parseTestCounts(t.outputTail)?.failed;
   // Fails on the original: more failing than the original tree had, or failing at all when it
@@ -155,7 +175,23 @@ function ownTestsVerdict(e: AttemptEvidence, before: TestResult | undefined): Ow
     (verifyAfter !== undefined &&
       failed(withFix) !== undefined &&
       failed(withFix)! <= (failed(verifyAfter) ?? -1));
-  return failsBefore && passesAfter ? 'fail→pass' : 'no';
+  if (!failsBefore || !passesAfter || !harnessNoWorse(verifyAfter, before)) return 'no';
+  // The text-only tree behaves as the original: tests that fare better there read the text.
+  const betterOnText =
+    textOnly !== undefined &&
+    (testPassed(textOnly) ||
+      (failed(textOnly) !== undefined && failed(textOnly)! < (failed(without) ?? -Infinity)));
+  return betterOnText ? 'reads source' : 'fail→pass';
+}
+
+/** The repository's own tests after the patch fare no worse than before it. */
+function harnessNoWorse(after: TestResult | undefined, before: TestResult | undefined): boolean {
+  if (!after) return false;
+  if (testPassed(after)) return true;
+  if (!before || testPassed(before) || (after.timedOut && !before.timedOut)) return false;
+  const now = parseTestCounts(after.outputTail);
+  const then = parseTestCounts(before.outputTail);
+  return !now || !then || now.failed <= then.failed;
 }
 
 /**

@@ -11,6 +11,7 @@ import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
 import { afterEach, expect, it } from 'vitest';
 import { RedisQueue } from '../../src/queue/redis-queue.js';
+import { WRITE_GAP_MS } from '../../src/github/shared-throttle.js';
 import type { IssueJob } from '../../src/github/job.js';
 import {
   mockGitHub,
@@ -72,12 +73,18 @@ interface Cluster {
 
 async function startCluster(
   issues: number[],
-  options: { redisUrl?: string; lostWorkerSeconds?: string } = {},
+  options: {
+    redisUrl?: string;
+    lostWorkerSeconds?: string;
+    pacedWrites?: boolean;
+    /** The repository's test command (default pytest). */
+    test?: string;
+  } = {},
 ): Promise<Cluster> {
   const root = mkdtempSync(join(tmpdir(), 'frognano-many-'));
   cleanups.push(() => rmSync(root, { recursive: true, force: true }));
   const repo = createPythonRepo(join(root, 'src'), {
-    '.github/frognano.yml': `max_steps: 6\ntest: ${PYTHON} -m pytest\n`,
+    '.github/frognano.yml': `max_steps: 6\ntest: ${options.test ?? `${PYTHON} -m pytest`}\n`,
   });
   mkdirSync(join(root, 'git', OWNER), { recursive: true });
   execFileSync('git', ['clone', '-q', '--bare', repo.dir, join(root, 'git', OWNER, `${REPO}.git`)]);
@@ -149,6 +156,10 @@ async function startCluster(
           FROGNANO_LOST_WORKER_SECONDS: options.lostWorkerSeconds ?? '3',
           // The fake checks the App's JWTs against this process's key.
           TEST_APP_PRIVATE_KEY: testPrivateKey(),
+          // Production pacing of GitHub writes, and status edits at most every 15 s (default).
+          ...(options.pacedWrites
+            ? { TEST_PACED_WRITES: '1', TEST_STATUS_THROTTLE_MS: '15000' }
+            : {}),
         },
       },
     );
@@ -306,6 +317,47 @@ it('10 issues labelled at once: 10 draft PRs, each run once, spread over both wo
 
   expect(cluster.fake.unmatched, 'requests no mock matched').toEqual([]);
 }, 180_000);
+
+// Every write of a burst waits for the one before it to be answered and 1 s more (3 s after a
+// notifying one), about 11 writes an issue: 4 issues take about two minutes here, 8 about
+// four; FROGNANO_TEST_WRITE_BURST=20 measures the larger burst (over ten).
+const BURST = Number(process.env.FROGNANO_TEST_WRITE_BURST ?? 4);
+
+it(
+  `${BURST} issues labelled at once on two workers: serve and both workers space their GitHub writes as one App`,
+  async () => {
+    const issues = Array.from({ length: BURST }, (_, i) => i + 1);
+    // Tests that cost nothing: the burst is GitHub's, not the CPU's.
+    const cluster = await startCluster(issues, { pacedWrites: true, test: 'exit 0' });
+    await Promise.all([cluster.startWorker('a'), cluster.startWorker('b')]);
+
+    const statuses = await Promise.all(issues.map((n) => cluster.label(n)));
+    expect(statuses).toEqual(issues.map(() => 200));
+    await allDone(cluster, BURST, BURST * 60_000);
+    expect([...cluster.prs.entries()].sort((x, y) => x[0] - y[0])).toEqual(
+      issues.map((n) => [n, 1]),
+    );
+    const spread = runsOn(cluster.root, ['a', 'b']);
+    expect(spread.a).toBeGreaterThan(0);
+    expect(spread.b).toBeGreaterThan(0);
+
+    // Content-creating requests (token mints are the App's, not content), as GitHub saw them.
+    const writes = cluster.fake.arrivals
+      .filter((r) => /^(?:POST|PATCH|PUT|DELETE)$/.test(r.method) && r.path.startsWith('/repos/'))
+      .map((r) => r.at)
+      .sort((x, y) => x - y);
+    const gaps = writes.slice(1).map((at, i) => at - writes[i]!);
+    const smallest = Math.min(...gaps);
+    console.log(
+      `${writes.length} GitHub writes from serve and 2 workers over ${Math.round((writes.at(-1)! - writes[0]!) / 1000)} s: smallest gap ${smallest.toFixed(1)} ms (pace ${WRITE_GAP_MS} ms)`,
+    );
+    expect(writes.length).toBeGreaterThanOrEqual(issues.length * 3);
+    // Each write leaves only once the one before it was answered and 1 s more has passed.
+    expect(smallest).toBeGreaterThanOrEqual(WRITE_GAP_MS);
+    expect(cluster.fake.unmatched, 'requests no mock matched').toEqual([]);
+  },
+  BURST * 75_000,
+);
 
 it('a worker killed mid-run: the run completes on the other, one PR, the issue told; killed twice: failed, queue not stuck', async () => {
   const cluster = await startCluster([1, 2, 3]);

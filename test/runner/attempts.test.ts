@@ -10,7 +10,13 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { runPipeline } from '../../src/runner/run.js';
 import type { RunProgress, RunRequest } from '../../src/runner/run-types.js';
 import { ATTEMPT_HEADER } from '../../src/runner/phases/attempts.js';
-import { BUGGY_CALC, FIXED_CALC, ISSUE_TEXT, createPythonRepo } from '../support/python-repo.js';
+import {
+  BUGGY_CALC,
+  CALC_TEST,
+  FIXED_CALC,
+  ISSUE_TEXT,
+  createPythonRepo,
+} from '../support/python-repo.js';
 import {
   finalAnswer,
   startScriptedModelServer,
@@ -85,6 +91,7 @@ function dispatcher(scripts: Record<string, ResponseSpec[]>) {
 async function setup(
   attempts: number | undefined,
   scripts: Record<string, ResponseSpec[]>,
+  files: Record<string, string> = {},
 ): Promise<{
   request: RunRequest;
   deps: Parameters<typeof runPipeline>[1];
@@ -96,7 +103,10 @@ async function setup(
   const root = mkdtempSync(path.join(tmpdir(), 'attempts-'));
   temps.push(root);
   const config = `test: ${PYTEST}\nmax_steps: 10\n${attempts === undefined ? '' : `attempts: ${attempts}\n`}`;
-  const repo = createPythonRepo(path.join(root, 'src'), { '.github/frognano.yml': config });
+  const repo = createPythonRepo(path.join(root, 'src'), {
+    '.github/frognano.yml': config,
+    ...files,
+  });
   server = await startScriptedModelServer({ onExhausted: dispatcher(scripts) });
   const local = path.join(root, 'local');
   mkdirSync(local);
@@ -240,11 +250,64 @@ describe('runPipeline with several attempts', () => {
     expect(reasons[3]).toMatch(/^won: .*2 of 3 attempts made this change/);
   }, 180_000);
 
+  it('does not let a test that reads the source as text outrank a fix whose test runs add()', async () => {
+    // The repository's own tests do not cover add(): both patches pass them, so only the
+    // attempts' own tests can tell the fix from a patch that leaves the bug and adds a line
+    // its test then looks for in calc.py.
+    const grep =
+      'import pathlib\n\n\ndef test_fixed():\n    assert "# add fixed" in pathlib.Path(__file__).with_name("calc.py").read_text()\n';
+    const s = await setup(
+      3,
+      {
+        '1': [
+          toolCall('Edit', {
+            file_path: 'calc.py',
+            old_string: 'def add(a, b):',
+            new_string: 'def add(a, b):\n    # add fixed',
+          }),
+          toolCall('Write', { file_path: 'test_fixed.py', content: grep }),
+          finalAnswer('Fixed add().'),
+        ],
+        '2': SCRIPTS['1']!,
+        // The fix without a test of its own.
+        '3': [
+          toolCall('Edit', {
+            file_path: 'calc.py',
+            old_string: 'return a - b',
+            new_string: 'return a + b',
+          }),
+          finalAnswer('Fixed add().'),
+        ],
+      },
+      { 'test_calc.py': CALC_TEST.replace(/def test_add\(\):\n.*\n\n\n/, '') },
+    );
+    const result = await runPipeline(s.request, s.deps);
+    expect(result.verifyBefore).toMatchObject({ exitCode: 0 });
+    const [cheat, honest, bare] = result.attempts!;
+    expect([cheat!.tests, honest!.tests, bare!.tests]).toEqual(['pass', 'pass', 'pass']);
+    // Both own tests fail on the original source and pass on the patched one...
+    expect(cheat!.ownTestsBefore!.exitCode).not.toBe(0);
+    expect(cheat!.agentTests!.exitCode).toBe(0);
+    expect(result.selectedAttempt).toBe(2);
+    // ...but the cheat's still pass when calc.py behaves as before with its text kept.
+    expect(cheat!.ownTestsText!.exitCode).toBe(0);
+    expect(honest!.ownTestsText!.exitCode).not.toBe(0);
+    expect(honest).toMatchObject({ ownTests: 'fail→pass', selected: true });
+    expect(cheat).toMatchObject({ ownTests: 'reads source', selected: false });
+    expect(cheat!.reason).toBe(
+      "lost: its own tests read the source, not run it: they pass on the original code with the new lines as comments (attempt 2's fail before and pass after)",
+    );
+    expect(bare!.ownTests).toBe('none');
+    expect(result.patch).toContain('+    return a + b');
+  }, 240_000);
+
   it("verifies an attempt as soon as its loop ends, while a slower attempt's loop goes on", async () => {
-    const slow = { ...toolCall('Bash', { command: 'true' }), delayMs: 1500 } as ResponseSpec;
+    // Slower than attempt 1's verification: four test runs (patched, its own tests, those on the
+    // original, and on the original's text with the change as comments).
+    const slow = { ...toolCall('Bash', { command: 'true' }), delayMs: 3000 } as ResponseSpec;
     const s = await setup(2, {
       '1': SCRIPTS['1']!,
-      '2': [slow, slow, slow, slow, { ...finalAnswer('nothing'), delayMs: 1500 } as ResponseSpec],
+      '2': [slow, slow, slow, slow, { ...finalAnswer('nothing'), delayMs: 3000 } as ResponseSpec],
     });
     const result = await runPipeline(s.request, s.deps);
     expect(result.outcome).toBe('completed');

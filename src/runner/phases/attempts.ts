@@ -43,6 +43,8 @@ export interface Attempt {
   ownTestsBefore?: TestResult;
   /** A follow-up: harness files changed since the base revision, its patch included. */
   harnessSinceOrigin?: string[];
+  /** The same with the source change's text but not its behaviour (see textOnlyPatch). */
+  ownTestsText?: TestResult;
   violations: PolicyViolation[];
 }
 

@@ -43,6 +43,7 @@ function evidenceOf(a: Attempt): AttemptEvidence {
     ...(a.verifyAfter ? { verifyAfter: a.verifyAfter } : {}),
     ...(a.agentTests ? { agentTests: a.agentTests } : {}),
     ...(a.ownTestsBefore ? { ownTestsBefore: a.ownTestsBefore } : {}),
+    ...(a.ownTestsText ? { ownTestsText: a.ownTestsText } : {}),
     ...(lines !== undefined ? { diffLines: lines } : {}),
   };
 }
@@ -122,6 +123,7 @@ async function summaryOf(
     ...(a.verifyAfter ? { verifyAfter: a.verifyAfter } : {}),
     ...(a.agentTests ? { agentTests: a.agentTests } : {}),
     ...(a.ownTestsBefore ? { ownTestsBefore: a.ownTestsBefore } : {}),
+    ...(a.ownTestsText ? { ownTestsText: a.ownTestsText } : {}),
     violations: a.violations,
     ...(a.patchFacts ? { patchFacts: a.patchFacts } : {}),
     tests: ranking.tests,

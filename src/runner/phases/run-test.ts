@@ -13,7 +13,8 @@ import { pytestReportCommand, pytestWords, readReport, reportPath } from '../tes
 
 export const DEFAULT_TEST_TIMEOUT_MS = 10 * 60_000;
 
-export type TestPhase = 'verify-before' | 'verify-after' | 'agent-tests' | 'own-tests-before';
+export type TestPhase =
+  'verify-before' | 'verify-after' | 'agent-tests' | 'own-tests-before' | 'own-tests-text';
 
 export async function runTest(
   sandbox: Sandbox,

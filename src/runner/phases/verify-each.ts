@@ -3,7 +3,8 @@
 // process left behind writing into the test's output), and evidence from it would be the
 // agent's to choose. The verdict gets only the source changes, on the repository's own tests
 // and harness; the agent's tests and harness changes then run on top, reported as its own
-// evidence. Then the policy checks, on the patch text and on what git makes of it.
+// evidence, also on the original source and on its text with the change's added lines as
+// comments (a test that passes there reads the file instead of running it). Then the policy checks, on the patch text and on what git makes of it.
 import type { Sandbox } from '../../leaf/sandbox.js';
 import { errorText } from '../command-output.js';
 import { hostTreeTurn } from '../host-tree-turn.js';
@@ -11,6 +12,7 @@ import { patchFacts } from '../patch-facts.js';
 import { DEFAULT_MAX_PATCH_BYTES, checkAppliedChanges, checkPatch } from '../patch-policy.js';
 import type { Failure, RunContext } from '../run-context.js';
 import type { PolicyViolation } from '../run-types.js';
+import { textOnlyPatch } from '../text-only-patch.js';
 import type { AppliedPatch } from '../workspace.js';
 import type { Attempt } from './attempts.js';
 import { bringUp } from './bring-up.js';
@@ -146,6 +148,17 @@ async function verifyPatch(
       return undefined;
     }
     attempt.ownTestsBefore = await runTest(fresh, test, 'own-tests-before', testOpts);
+    if (attempt.ownTestsBefore.exitCode === 0 || run.signal.aborted) return undefined;
+    // They fail on the original. On the original with the change's text but not its
+    // behaviour (added lines as comments), a test that runs the code fails the same way.
+    const textOnly = textOnlyPatch(kept);
+    const textFailed =
+      textOnly === undefined ? 'no text-only form' : await gitApply(run, fresh, textOnly);
+    if (textFailed) {
+      run.log.info({ reason: textFailed }, "the agent's tests were not run on the text alone");
+      return undefined;
+    }
+    attempt.ownTestsText = await runTest(fresh, test, 'own-tests-text', testOpts);
     return undefined;
   } finally {
     await run.dispose(fresh);

@@ -25,7 +25,7 @@ import {
   type ScriptedModelServer,
   type ScriptStep,
 } from '../../support/scripted-model-server.js';
-import { API, AppTestOctokit, silentLog, testPrivateKey } from './github.js';
+import { API, AppTestOctokit, PacedTestOctokit, silentLog, testPrivateKey } from './github.js';
 import { startGitHttpServer, type GitHttpServer } from './git-http-server.js';
 
 export const SECRET = 'webhook-secret-for-tests';
@@ -49,6 +49,8 @@ export interface HarnessOptions {
   sandbox?: 'local' | 'docker';
   concurrency?: number;
   throttleMs?: number;
+  /** GitHub writes paced as in production (PacedTestOctokit) instead of not at all. */
+  pacedWrites?: boolean;
   /** Reuse a data directory (restart tests). */
   dataDir?: string;
   /** Reuse a model server (restart tests). */
@@ -130,7 +132,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const app = await startAppOrCleanUp({
     mode: options.mode ?? 'all',
     log,
-    Octokit: AppTestOctokit,
+    Octokit: options.pacedWrites ? PacedTestOctokit : AppTestOctokit,
     pollMs: 50,
     intakeRetryMs: 200,
     ...(options.webhookBodyTimeoutMs ? { webhookBodyTimeoutMs: options.webhookBodyTimeoutMs } : {}),
@@ -343,13 +345,22 @@ export interface FakeGitHub {
   unmatched: string[];
   /** Intercepts not used as often as declared. */
   pending(): string[];
+  /** Every request as it arrived (its headers read), with the time in ms since the epoch. */
+  arrivals: { method: string; path: string; at: number }[];
   close(): Promise<void>;
 }
 
 export async function startFakeGitHub(mock: GitHubMock): Promise<FakeGitHub> {
   const routes: (Intercept & { used: number })[] = [];
   const unmatched: string[] = [];
+  const arrivals: FakeGitHub['arrivals'] = [];
   const server = createServer((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;
+    arrivals.push({
+      method: req.method ?? '',
+      path,
+      at: performance.timeOrigin + performance.now(),
+    });
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -390,6 +401,7 @@ export async function startFakeGitHub(mock: GitHubMock): Promise<FakeGitHub> {
   return {
     url: `http://127.0.0.1:${port}`,
     unmatched,
+    arrivals,
     pending: () =>
       routes
         .filter((r) => !r.optional && (r.persist ? r.used === 0 : r.used < (r.times ?? 1)))

@@ -38,7 +38,21 @@ export const AppTestOctokit = appOctokit(silentLog).defaults(
   (options: Record<string, unknown>) => ({
     ...options,
     retry: { ...(options.retry as object), retryAfterBaseValue: 10 },
-    throttle: { ...(options.throttle as object), write: unspaced, notifications: unspaced },
+    throttle: {
+      ...(options.throttle as object),
+      write: unspaced,
+      notifications: unspaced,
+      // Nor where they leave, with a Redis queue (src/github/shared-throttle.ts).
+      writeTurn: undefined,
+    },
+  }),
+);
+
+/** AppTestOctokit with the production pacing of writes (1 s apart, 3 s for notifying ones). */
+export const PacedTestOctokit = appOctokit(silentLog).defaults(
+  (options: Record<string, unknown>) => ({
+    ...options,
+    retry: { ...(options.retry as object), retryAfterBaseValue: 10 },
   }),
 );
 

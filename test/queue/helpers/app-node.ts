@@ -14,7 +14,8 @@ const harness = await startHarness({
   root,
   dataDir,
   modelUrl,
-  throttleMs: 0,
+  throttleMs: Number(process.env.TEST_STATUS_THROTTLE_MS ?? 0),
+  pacedWrites: process.env.TEST_PACED_WRITES === '1',
   concurrency: Number(concurrency),
   botEnv: true,
   env: {
