@@ -1,19 +1,15 @@
-// One pace for the whole App: GitHub's secondary rate limits count an App's requests from
-// every process together, so `serve` and every worker throttle through one state in Redis
-// (what Probot's `redisConfig` does, with the client this project already has, and without
-// the plugin's process-wide groups: those would outlive a connection closed by `stop`).
-//
-// The groups mirror @octokit/plugin-throttling 11 (`createGroups`) for requests in flight (10
-// at once), token mints (one at a time) and searches (2 s apart). Writes are paced here
-// instead, where they leave: the plugin reserves a write's turn before the auth hook (which
-// may first mint a token) and sends a notifying write when its notification turn comes (which
-// can be another write's turn), and a turn reserved in Redis says nothing of a sender that
-// stalls before it sends; each time two writes reach GitHub together. Here a write holds a
-// lock in Redis from before its request is sent until GitHub's answer is back, then leaves it
-// for 1 s more (3 s more for one that notifies: comments, pull requests, review requests), so
-// the next write of any process reaches GitHub at least that long after it.
+// One write pace for the whole App: GitHub's secondary rate limits count an App's requests
+// from every process together, so with Redis `serve` and every worker space their writes
+// through one lock there. Probot's `redisConfig` would put all of @octokit/plugin-throttling's
+// groups in Redis (Bottleneck); that is not enough for writes: the plugin reserves a write's
+// turn before the auth hook (which may first mint a token) and sends a notifying write when
+// its notification turn comes (which can be another write's turn), and a turn reserved ahead
+// says nothing of a sender that stalls before it sends; each time two writes reach GitHub
+// together. Here a write holds a lock in Redis from just before its request is sent until
+// GitHub's answer is back, then leaves it for 1 s more (3 s more for one that notifies:
+// comments, pull requests, review requests), so the next write of any process reaches GitHub
+// at least that long after it. Reads keep the plugin's per-process limits.
 import { throttling } from '@octokit/plugin-throttling';
-import Bottleneck from 'bottleneck';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -49,22 +45,17 @@ const PASS_THROUGH = {
 export function sharedThrottle(url: string, prefix: string, log: Logger): SharedThrottle {
   // Requests wait through a Redis restart, as the queue does, instead of failing.
   const client = new Redis(url, { maxRetriesPerRequest: null });
-  const connection = new Bottleneck.IORedisConnection({ client, Redis });
   // Once per outage, not once per reconnection attempt.
   let told = false;
   client.on('ready', () => (told = false));
-  connection.on('error', (error: unknown) => {
+  client.on('error', (error: unknown) => {
     if (told) return;
     told = true;
     log.warn(
       { redis: redactUrl(url), err: error instanceof Error ? error.message : String(error) },
-      'GitHub request throttle: Redis error',
+      'GitHub write pace: Redis error',
     );
   });
-  // Keys of a group's limiters expire after this long unused (the plugin's value).
-  const timeout = 2 * 60_000;
-  const group = (id: string, options: Bottleneck.ConstructorOptions) =>
-    new Bottleneck.Group({ id, ...options, connection, timeout });
   // One App in one Redis: FROGNANO_REDIS_PREFIX keeps installations apart.
   const id = `${prefix}:github`;
   const write = spacingLock(client, `${id}:write-lock`, WRITE_GAP_MS);
@@ -80,19 +71,9 @@ export function sharedThrottle(url: string, prefix: string, log: Logger): Shared
     };
   };
   return {
-    options: {
-      Bottleneck,
-      id,
-      clustering: true,
-      global: group('octokit-global', { maxConcurrent: 10 }),
-      auth: group('octokit-auth', { maxConcurrent: 1 }),
-      search: group('octokit-search', { maxConcurrent: 1, minTime: 2_000 }),
-      write: PASS_THROUGH,
-      notifications: PASS_THROUGH,
-      writeTurn,
-    },
+    options: { write: PASS_THROUGH, notifications: PASS_THROUGH, writeTurn },
     close: async () => {
-      await connection.disconnect(true).catch(() => undefined);
+      await client.quit().catch(() => undefined);
     },
   };
 }

@@ -319,8 +319,8 @@ it('10 issues labelled at once: 10 draft PRs, each run once, spread over both wo
 }, 180_000);
 
 // Every write of a burst waits for the one before it to be answered and 1 s more (3 s after a
-// notifying one), about 11 writes an issue: 4 issues take about two minutes here, 8 about
-// four; FROGNANO_TEST_WRITE_BURST=20 measures the larger burst (over ten).
+// notifying one), about 11 writes an issue: 8 issues took 4 minutes of writes on a loaded
+// 2-core machine; FROGNANO_TEST_WRITE_BURST=20 measures the larger burst (16 minutes there).
 const BURST = Number(process.env.FROGNANO_TEST_WRITE_BURST ?? 4);
 
 it(
