@@ -369,6 +369,7 @@ describe('frognano solve --sandbox local', () => {
       'Files changed',
       'Changes',
       'Trajectory',
+      'Model servers',
       'Timings',
       'Final message',
       'Test output before (tail)',
