@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import {
   Probot,
   Server,
@@ -50,7 +50,8 @@ import {
 import { prunePendingPublishes } from './github/pending-publish.js';
 import { decideTrigger } from './github/triggers.js';
 import { useCommandHandler } from './github/use-attempt.js';
-import { type RunPipelineFn, WorkerPool } from './github/worker.js';
+import { createWorkerPool } from './github/create-worker-pool.js';
+import type { RunPipelineFn, WorkerPool } from './runs/index.js';
 import {
   queueRunListing,
   recordingRunResults,
@@ -58,6 +59,7 @@ import {
   runsPageConfig,
   runsPageHandler,
 } from './web/index.js';
+import { dataPaths } from './data-dir.js';
 
 export type AppMode = 'all' | 'serve' | 'worker';
 
@@ -94,7 +96,7 @@ export interface RunningApp {
   probot?: Probot;
   queue?: Queue<IssueJob>;
   intake?: Intake;
-  workers?: WorkerPool;
+  workers?: WorkerPool<IssueJob>;
   /** Prometheus metrics; `/metrics` on the HTTP server (serve, all), `frognano worker` serves its own. */
   metrics?: Metrics;
   /** Stops the server and the workers; runs in flight are left for the next start to requeue. */
@@ -234,7 +236,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
   });
   const retention = startRetention({
     queue,
-    trajectoriesDir: join(config.dataDir, 'trajectories'),
+    trajectoriesDir: dataPaths.trajectoriesDir(config.dataDir),
     retentionDays: config.retentionDays,
     log,
   });
@@ -272,7 +274,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
   const auth = (installationId: number) =>
     probotForAuth.auth(installationId) as Promise<GitHubClient>;
 
-  let workers: WorkerPool | undefined;
+  let workers: WorkerPool<IssueJob> | undefined;
   if (mode !== 'serve') {
     const processConfig = loadProcessConfig(env);
     const runFleet = modelFleetFrom(processConfig, env, { observer: fleetObserver(metrics), log });
@@ -316,7 +318,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       });
       return data.token;
     };
-    workers = new WorkerPool({
+    workers = createWorkerPool({
       queue,
       auth,
       mintInstallationToken,
@@ -339,10 +341,10 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       options.reapOrphans ??
       (async (liveRunIds: string[]) => {
         const docker = config.sandbox === 'docker' ? connectDocker(env) : undefined;
-        await reap(docker, { liveRunIds, workRoot: join(config.dataDir, 'runs'), log });
+        await reap(docker, { liveRunIds, workRoot: dataPaths.runsDir(config.dataDir), log });
       });
     // What a process killed mid-publish left: its clone, and records nobody will retry.
-    const leftovers = await removeStalePublishDirs(join(config.dataDir, 'publish'));
+    const leftovers = await removeStalePublishDirs(dataPaths.publishDir(config.dataDir));
     const pruned = await prunePendingPublishes(config.dataDir);
     if (leftovers.length + pruned.length > 0) {
       log.info({ leftovers, pruned }, 'removed publish leftovers');

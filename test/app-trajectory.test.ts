@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { trajectoryHandler } from '../src/app.js';
-import { runOutDir } from '../src/github/worker.js';
+import { runOutDir } from '../src/data-dir.js';
 
 let server: Server | undefined;
 let root: string | undefined;

@@ -2,7 +2,7 @@
 // line, ✓ with what was found, or ✗ with what is wrong and how to fix it.
 import { constants, existsSync, statSync } from 'node:fs';
 import { access, open } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { Probot, ProbotOctokit } from 'probot';
 import pino from 'pino';
@@ -17,6 +17,7 @@ import { loadQueueConfig } from '../queue/open-queue.js';
 import { redactUrl } from '../queue/redis-queue.js';
 import type { CheckResult } from './doctor-check-result.js';
 import { modelEndpointChecks } from './doctor-endpoints.js';
+import { dataPaths } from '../data-dir.js';
 
 export type { CheckResult } from './doctor-check-result.js';
 
@@ -301,7 +302,7 @@ export const queueBackendChecks: Record<string, (context: CheckContext) => Promi
     if (context.dataDirWritable === false) {
       return fail('not checked', 'the data directory check failed', 'skipped');
     }
-    const file = join(dir, 'frognano.sqlite');
+    const file = dataPaths.queueFile(dir);
     try {
       // The driver loads (a native module), without opening, let alone creating, the file.
       new Database(':memory:').close();

@@ -8,6 +8,7 @@ import { loadProcessConfig } from '../config.js';
 import { connectDocker, describeDockerEndpoint } from '../sandbox/docker-engine.js';
 import { openQueue } from '../queue/open-queue.js';
 import { reap } from '../sandbox/reap.js';
+import { dataPaths } from '../data-dir.js';
 
 export async function reapCommand(io: {
   stdout: (line: string) => void;
@@ -29,7 +30,7 @@ export async function reapCommand(io: {
   const result = await reap(engine, {
     liveRunIds,
     dataDir,
-    workRoot: path.join(dataDir, 'runs'),
+    workRoot: dataPaths.runsDir(dataDir),
   });
   io.stdout(
     `reaped ${result.containers} container(s), ${result.images} snapshot image(s), ${result.attemptImages} attempt-base image(s), ${result.workDirs} work dir(s); spared ${liveRunIds.length} live run(s) and ${result.spared ?? 0} container(s) of live processes`,
@@ -39,7 +40,7 @@ export async function reapCommand(io: {
 
 async function liveRuns(dataDir: string, env: NodeJS.ProcessEnv): Promise<string[]> {
   // No queue yet (no Redis configured, no database file) means no run ever started from here.
-  if (!env.FROGNANO_REDIS_URL?.trim() && !existsSync(path.join(dataDir, 'frognano.sqlite'))) {
+  if (!env.FROGNANO_REDIS_URL?.trim() && !existsSync(dataPaths.queueFile(dataDir))) {
     return [];
   }
   // With Redis: the running runs of every host (sparing a few ids of others costs nothing).

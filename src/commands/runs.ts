@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { loadAppConfig } from '../github/app-config.js';
 import type { IssueJob } from '../github/job.js';
-import { runOutDir } from '../github/worker.js';
+import { dataPaths, runOutDir } from '../data-dir.js';
 import { openQueue, loadQueueConfig } from '../queue/open-queue.js';
 import type { RunState } from '../queue/queue.js';
 import { runArtifacts } from '../queue/read-run-artifact.js';
@@ -48,7 +48,7 @@ async function openListing(io: RunsIo) {
 
 /** The queue the App uses: Redis with FROGNANO_REDIS_URL (no worker of its own), else SQLite. */
 async function openRunsQueue(env: NodeJS.ProcessEnv, dataDir: string): Promise<Queue<IssueJob>> {
-  const file = path.join(dataDir, 'frognano.sqlite');
+  const file = dataPaths.queueFile(dataDir);
   if (!loadQueueConfig(env).FROGNANO_REDIS_URL && !existsSync(file)) {
     throw new UsageError(
       `no run queue at ${file}: the App has not run with this FROGNANO_DATA_DIR (set it to the App's data directory)`,

@@ -124,14 +124,6 @@ export async function prepareFollowUp(
   };
 }
 
-/** A follow-up that cannot run: the reason goes to the status comment, no run is made. */
-export class FollowUpRefused extends Error {
-  constructor(reason: string) {
-    super(reason);
-    this.name = 'FollowUpRefused';
-  }
-}
-
 export interface PublishFollowUpParams {
   brief: FollowUpBrief;
   job: IssueJob;

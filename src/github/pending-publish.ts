@@ -7,6 +7,7 @@ import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/p
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { IssueRef } from './octokit.js';
+import { dataPaths } from '../data-dir.js';
 
 export const PendingPublish = z.object({
   version: z.literal(1),
@@ -39,7 +40,7 @@ export type PendingPublish = z.infer<typeof PendingPublish>;
 export const PENDING_PUBLISH_MAX_AGE_MS = 14 * 24 * 3600_000;
 
 export function pendingPublishDir(dataDir: string): string {
-  return join(dataDir, 'publish-pending');
+  return dataPaths.pendingPublishDir(dataDir);
 }
 
 function fileFor(dataDir: string, runId: string): string {

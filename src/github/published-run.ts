@@ -9,7 +9,7 @@ import { runPageUrl } from '../web/run-page-handler.js';
 import type { IssueJob } from './job.js';
 import { issueKey } from './triggers.js';
 import type { RunResult } from '../runner/run-types.js';
-import { runOutDir } from './worker.js';
+import { runOutDir } from '../data-dir.js';
 
 /** The run a pull request was published from, with what is needed to re-render its body. */
 export interface PublishedRun {

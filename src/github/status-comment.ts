@@ -2,6 +2,7 @@
 // floods the issue: queued (position) -> running (phase, step n/max) -> done / failed.
 import type { Logger } from 'pino';
 import type { RunPhase, RunResult, TestReport, TestResult } from '../runner/run-types.js';
+import type { RunStatus } from '../runs/index.js';
 import { testPassed } from '../runner/test-report.js';
 import { redactSecrets } from '../redact.js';
 import { fence, inertQuote, inlineCode, literalLines, tail } from './markdown.js';
@@ -16,45 +17,8 @@ const FOLLOW_UP_HINT =
 const RETRY_HINT =
   'Comment `/frognano retry` to try again; anything after it on the same comment is passed to the model as extra guidance.';
 
-/** Lines shown under a final state's first line (e.g. instruction files that were refused). */
-interface Notes {
-  notes?: string[];
-}
-
-export type StatusState =
-  | { kind: 'queued'; position: number; requeued?: boolean }
-  | {
-      kind: 'running';
-      phase: RunPhase;
-      step?: number;
-      maxSteps?: number;
-      /** Several attempts: the last step each has taken, by attempt number. */
-      attempts?: Record<number, number>;
-      /** Several attempts: whose patch is being verified, or has been (verified as each ends). */
-      verification?: Record<number, 'verifying' | 'done'>;
-      /** Attempts (1 with one) waiting for a model slot: every endpoint is at its cap. */
-      waiting?: number[];
-      retried?: boolean;
-    }
-  | ({ kind: 'done'; prUrl: string; prNumber: number; partial: boolean; verified?: string } & Notes)
-  | ({
-      kind: 'revised';
-      commit: string;
-      revision: number;
-      partial: boolean;
-      verified?: string;
-      /** Review threads answered, of those the run was given. */
-      replies: number;
-      threads: number;
-      bodyUpdated: boolean;
-    } & Notes)
-  | ({ kind: 'no-change'; finalMessage: string; reason: string; followUp?: boolean } & Notes)
-  | ({ kind: 'failed'; reason: string; detail?: string; followUp?: boolean } & Notes)
-  | { kind: 'cancelled'; by?: string }
-  | { kind: 'interrupted' }
-  | { kind: 'busy'; state: 'queued' | 'running' }
-  /** Not queued: the repository has `limit` runs waiting (FROGNANO_MAX_QUEUED_PER_REPO). */
-  | { kind: 'full'; repo: string; limit: number; followUp?: boolean };
+/** What the status comment shows: the run's status, in the runs room's vocabulary. */
+export type StatusState = RunStatus;
 
 const PHASE_WORDS: Record<RunPhase, string> = {
   clone: 'cloning the repository',

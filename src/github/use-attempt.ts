@@ -20,6 +20,7 @@ import {
   type GitRunner,
 } from './publish.js';
 import { publishedRun, type PublishedRun } from './published-run.js';
+import { dataPaths } from '../data-dir.js';
 
 export type { PublishedRun } from './published-run.js';
 
@@ -293,7 +294,7 @@ export function useCommandHandler(deps: UseCommandDeps) {
           });
           return data.token;
         },
-        workRoot: join(deps.dataDir, 'publish'),
+        workRoot: dataPaths.publishDir(deps.dataDir),
         bot: await bot(octokit),
         noreplyDomain: noreplyDomainFor(deps.gitBaseUrl),
         log,

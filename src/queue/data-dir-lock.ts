@@ -13,6 +13,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { instanceId } from '../instance-id.js';
+import { dataPaths } from '../data-dir.js';
 
 export type DataDirHalf = 'intake' | 'worker';
 
@@ -49,12 +50,14 @@ export class DataDirBusyError extends Error {
   }
 }
 
-const lockPath = (dataDir: string, half: DataDirHalf) => join(dataDir, 'locks', `${half}.lock`);
-const infoPath = (dataDir: string, half: DataDirHalf) => join(dataDir, 'locks', `${half}.json`);
+const lockPath = (dataDir: string, half: DataDirHalf) =>
+  join(dataPaths.locksDir(dataDir), `${half}.lock`);
+const infoPath = (dataDir: string, half: DataDirHalf) =>
+  join(dataPaths.locksDir(dataDir), `${half}.json`);
 
 /** Takes the given halves of a data directory, all or none; throws DataDirBusyError if held. */
 export function lockDataDir(dataDir: string, halves: DataDirHalf[], mode: string): DataDirLock {
-  mkdirSync(join(dataDir, 'locks'), { recursive: true });
+  mkdirSync(dataPaths.locksDir(dataDir), { recursive: true });
   const owner: DataDirOwner = {
     mode,
     pid: process.pid,

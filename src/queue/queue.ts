@@ -11,9 +11,9 @@
 // One intake and one worker process own a data directory at a time (see data-dir-lock.ts);
 // several machines use a shared queue instead.
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
+import { dataPaths } from '../data-dir.js';
 
 export type RunState = 'queued' | 'running' | 'done' | 'failed' | 'cancelled';
 
@@ -180,7 +180,7 @@ export class RunQueue<J = unknown> {
   readonly #db: Database.Database;
 
   private constructor(options: QueueOptions) {
-    this.path = join(options.dataDir, 'frognano.sqlite');
+    this.path = dataPaths.queueFile(options.dataDir);
     this.concurrency = options.concurrency;
     this.maxAttempts = options.maxAttempts ?? 2;
     this.replayWindowMs = options.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS;

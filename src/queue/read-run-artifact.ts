@@ -4,6 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Queue } from './types.js';
+import { runOutDir } from '../data-dir.js';
 
 /** How long a run's shared files stay in a shared queue (bullmq), unless configured. */
 export const DEFAULT_ARTIFACT_TTL_SECONDS = 14 * 24 * 3600;
@@ -27,7 +28,7 @@ export async function readRunArtifact(
     throw new Error(`not a run artifact: ${JSON.stringify(runId)} / ${JSON.stringify(name)}`);
   }
   try {
-    return await readFile(join(from.dataDir, 'trajectories', runId, name));
+    return await readFile(join(runOutDir(from.dataDir, runId), name));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }

@@ -18,6 +18,7 @@ import { DEFAULT_TIMEOUT_MINUTES } from './repo-config.js';
 import type { RunOutcome, RunPhase, RunProgress, RunRequest, RunResult } from './run-types.js';
 import { registerActiveRun } from './run-signals.js';
 import type { Workspace } from './workspace.js';
+import { dataPaths } from '../data-dir.js';
 
 export interface PipelineDeps {
   /** The model endpoint; checked with `checkModelEndpoint` before the loop. */
@@ -123,8 +124,8 @@ export function startRun(request: RunRequest, deps: PipelineDeps): RunContext {
     log,
     env,
     dataDir,
-    cacheDir: deps.cacheDir ?? path.join(dataDir, 'cache'),
-    workRoot: deps.workRoot ?? path.join(dataDir, 'runs'),
+    cacheDir: deps.cacheDir ?? dataPaths.cacheDir(dataDir),
+    workRoot: deps.workRoot ?? dataPaths.runsDir(dataDir),
     signal: controller.signal,
     result,
     currentPhase: 'clone',

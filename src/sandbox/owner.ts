@@ -10,6 +10,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { instanceId } from '../instance-id.js';
+import { dataPaths } from '../data-dir.js';
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -96,7 +97,7 @@ export function ownerGone(dataDir: string, processId: string): boolean {
 
 /** Lock files of owners that are gone, removed; returns how many. */
 export function sweepOwners(dataDir: string): number {
-  const dir = path.join(path.resolve(dataDir), 'owners');
+  const dir = dataPaths.ownersDir(path.resolve(dataDir));
   let names: string[];
   try {
     names = readdirSync(dir);
@@ -123,7 +124,7 @@ export function forgetOwner(dataDir: string, processId: string): void {
 }
 
 function ownerLockPath(dataDir: string, processId: string): string {
-  return path.join(dataDir, 'owners', `${processId}.lock`);
+  return path.join(dataPaths.ownersDir(dataDir), `${processId}.lock`);
 }
 
 function releaseAll(): void {

@@ -1,7 +1,7 @@
 // The status comment while a loop waits for a model slot (every endpoint at its cap): it says so,
 // per attempt with several, and stops saying so once the loop has its slot.
 import { describe, expect, it } from 'vitest';
-import { RunningStatus } from '../../src/github/running-status.js';
+import { RunningStatus } from '../../src/runs/running-status.js';
 import { renderStatus } from '../../src/github/status-comment.js';
 
 const WAIT_NOTE =

@@ -10,7 +10,7 @@ import { afterEach, expect, it } from 'vitest';
 import type { IssueJob } from '../../src/github/job.js';
 import { publishedRun } from '../../src/github/published-run.js';
 import { issueKey } from '../../src/github/triggers.js';
-import { runOutDir } from '../../src/github/worker.js';
+import { runOutDir } from '../../src/data-dir.js';
 import { RedisQueue } from '../../src/queue/redis-queue.js';
 import { SqliteQueue } from '../../src/queue/sqlite-queue.js';
 import type { Queue } from '../../src/queue/types.js';

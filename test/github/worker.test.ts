@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { PendingPublish } from '../../src/github/pending-publish.js';
 import { PublishError } from '../../src/github/publish.js';
 import { renderStatus } from '../../src/github/status-comment.js';
-import { publishFailure } from '../../src/github/worker.js';
+import { publishFailure } from '../../src/github/publish-run.js';
 
 describe('publishFailure', () => {
   it("keeps git's output (file names the model chose) in a code block: no pings, links or markup", () => {

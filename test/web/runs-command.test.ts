@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IssueJob } from '../../src/github/job.js';
-import { runOutDir } from '../../src/github/worker.js';
+import { runOutDir } from '../../src/data-dir.js';
 import { RunQueue } from '../../src/queue/queue.js';
 import { RedisQueue } from '../../src/queue/redis-queue.js';
 import { writeRunRecord } from '../../src/web/index.js';

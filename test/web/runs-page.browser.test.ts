@@ -10,7 +10,7 @@ import pino from 'pino';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { IssueJob } from '../../src/github/job.js';
-import { runOutDir } from '../../src/github/worker.js';
+import { runOutDir } from '../../src/data-dir.js';
 import { RunQueue } from '../../src/queue/queue.js';
 import { SqliteQueue } from '../../src/queue/sqlite-queue.js';
 import {

@@ -9,13 +9,14 @@ import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import type { IssueJob } from '../../src/github/job.js';
 import { KeyedLock } from '../../src/github/keyed-lock.js';
-import { WorkerPool, type RunPipelineFn } from '../../src/github/worker.js';
+import { createWorkerPool } from '../../src/github/create-worker-pool.js';
+import type { RunPipelineFn } from '../../src/runs/index.js';
 import { RunQueue } from '../../src/queue/queue.js';
 import { SqliteQueue } from '../../src/queue/sqlite-queue.js';
-import { mockStatusComment, newGitHubMock } from './helpers/app-harness.js';
-import { TEST_INSTALLATION_TOKEN, silentLog, testOctokit } from './helpers/github.js';
-import { runResult } from './helpers/run-result.js';
-import { useStrictNock } from './helpers/strict-nock.js';
+import { mockStatusComment, newGitHubMock } from '../github/helpers/app-harness.js';
+import { TEST_INSTALLATION_TOKEN, silentLog, testOctokit } from '../github/helpers/github.js';
+import { runResult } from '../github/helpers/run-result.js';
+import { useStrictNock } from '../github/helpers/strict-nock.js';
 
 useStrictNock();
 
@@ -45,7 +46,7 @@ async function runWith(runPipeline: RunPipelineFn) {
   // The stand-in installation client's token, as if this mock had minted it.
   gh.tokens.add(TEST_INSTALLATION_TOKEN);
   mockStatusComment(gh, 1);
-  const pool = new WorkerPool({
+  const pool = createWorkerPool({
     queue: new SqliteQueue(queue),
     auth: () => Promise.resolve(testOctokit()),
     mintInstallationToken: () => Promise.resolve('ghs_unused'),

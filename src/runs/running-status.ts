@@ -2,9 +2,9 @@
 // phase, the step, and with several attempts each attempt's step and whether its patch is
 // being (or has been) verified; an attempt verified early keeps saying so in later phases.
 import type { RunProgress } from '../runner/run-types.js';
-import type { StatusState } from './status-comment.js';
+import type { RunStatus } from './run-status.js';
 
-type Running = Extract<StatusState, { kind: 'running' }>;
+type Running = Extract<RunStatus, { kind: 'running' }>;
 
 export class RunningStatus {
   #phase: Running['phase'] = 'clone';

@@ -1,6 +1,6 @@
 // The status comment while a run works, from the pipeline's own progress events.
 import { describe, expect, it } from 'vitest';
-import { RunningStatus } from '../../src/github/running-status.js';
+import { RunningStatus } from '../../src/runs/running-status.js';
 import { renderStatus } from '../../src/github/status-comment.js';
 import type { RunProgress } from '../../src/runner/run-types.js';
 

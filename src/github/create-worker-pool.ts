@@ -1,0 +1,11 @@
+// The workers of the App (and of `frognano worker`): the runs room's pool with GitHub as its host.
+import { WorkerPool, type WorkerPoolDeps } from '../runs/index.js';
+import type { IssueJob } from './job.js';
+import { GitHubRunHost } from './run-host.js';
+import type { GitHubRunHostDeps } from './run-host-deps.js';
+
+export type WorkerDeps = GitHubRunHostDeps & Omit<WorkerPoolDeps<IssueJob>, 'host' | 'queue'>;
+
+export function createWorkerPool(deps: WorkerDeps): WorkerPool<IssueJob> {
+  return new WorkerPool({ ...deps, host: new GitHubRunHost(deps) });
+}
