@@ -5,6 +5,7 @@
 import type { AttemptSummary, RunResult, TestResult } from '../runner/run-types.js';
 import { redactSecrets } from '../redact.js';
 import {
+  codeCell,
   details,
   fence,
   fileName,
@@ -12,7 +13,6 @@ import {
   inlineCode,
   literalLines,
   quotePath,
-  tableCell,
   tail,
   textCell,
 } from './markdown.js';
@@ -250,7 +250,7 @@ export function attemptsTable(
   const rows = attempts.map((a) =>
     [
       a.selected ? `${a.attempt} (${chosen})` : String(a.attempt),
-      a.exitReason ? inlineCode(a.exitReason) : tableCell(a.outcome),
+      a.exitReason ? codeCell(a.exitReason) : textCell(a.outcome),
       String(a.steps),
       String(a.promptTokens + a.completionTokens),
       textCell(a.testsText),
@@ -369,7 +369,7 @@ function trajectorySection(result: RunResult, d: Detail): string {
     if (s.tools.length === 0) rows.push(`| ${n} | – | – | final answer | ${time} |`);
     s.tools.forEach((t, i) => {
       rows.push(
-        `| ${i === 0 ? n : ''} | ${textCell(t.name, 20)} | ${t.args ? inlineCode(tableCell(t.args, 70)) : ''} | ${textCell(t.outcome, 60)} | ${i === 0 ? time : ''} |`,
+        `| ${i === 0 ? n : ''} | ${textCell(t.name, 20)} | ${t.args ? codeCell(t.args, 70) : ''} | ${textCell(t.outcome, 60)} | ${i === 0 ? time : ''} |`,
       );
     });
   }
