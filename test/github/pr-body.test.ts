@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { diffstat, PR_BODY_LIMIT, renderPrBody } from '../../src/github/pr-body.js';
+import { PR_BODY_LIMIT, renderPrBody } from '../../src/github/pr-body.js';
+import { diffstat } from '../../src/github/diffstat.js';
 import type { PatchFacts } from '../../src/runner/run-types.js';
 import { attemptSummary, runResult, SAMPLE_PATCH } from './helpers/run-result.js';
 import {
