@@ -130,17 +130,44 @@ export function fileName(name: string): string {
   return inlineCode(redactSecrets(quotePath(name)));
 }
 
-/** A table cell of untrusted text: one line, literal (see `literalLines`), cut to `max`. */
+/**
+ * A table cell of untrusted text: one line, literal (see `literalLines`), cut to `max`. Its
+ * pipes are `&#124;`, not `\|`: table rows are split before anything else is read, and
+ * renderers disagree on whether `\\|` ends a cell.
+ */
 export function textCell(text: string, max = 80): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  const cut = flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
-  return literalLines(cut).join(' ');
+  // Every `\|` here is literalLines' escape of a `|` (a `\` of the text became `\\`).
+  return literalLines(oneLineCut(text, max)).join(' ').replace(/\\\|/g, '&#124;');
 }
 
-/** A table cell: one line, pipes escaped, no mentions. */
-export function tableCell(text: string, max = 80): string {
-  const one = untrustedProse(text).replace(/\s+/g, ' ').replace(/\|/g, '\\|').trim();
-  return one.length > max ? `${one.slice(0, max - 1)}…` : one;
+/**
+ * A table cell of untrusted text as code, shown exactly (one line, controls made visible, cut
+ * to `max`): a code span never links, pings or renders Markdown. But rows are split at `|`
+ * before code spans are read (GFM splits inside them too), so no `|` is written at all: each
+ * is `&#124;` between code spans.
+ */
+export function codeCell(text: string, max = 80): string {
+  const cut = oneLineCut(visibleControls(redactSecrets(text).replace(/\s+/g, ' ')), max);
+  return cut
+    .split('|')
+    .map((part) => (part === '' ? '' : codeSpan(part)))
+    .join('&#124;');
+}
+
+/** Whitespace runs as one space, ends trimmed, cut to `max` characters with `…`. */
+function oneLineCut(text: string, max: number): string {
+  const chars = [...text.replace(/\s+/g, ' ').trim()];
+  return chars.length > max ? `${chars.slice(0, max - 1).join('')}…` : chars.join('');
+}
+
+/** A code span showing `text` exactly (one line): longer fences, padding where needed. */
+function codeSpan(text: string): string {
+  const longest = Math.max(0, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  const ticks = '`'.repeat(longest + 1);
+  // One space is stripped from each end when both ends are spaces: pad to keep it.
+  const stripped = /^ .*[^ ].* $/.test(text);
+  const pad = text.startsWith('`') || text.endsWith('`') || stripped ? ' ' : '';
+  return `${ticks}${pad}${text}${pad}${ticks}`;
 }
 
 /** Keep the last `max` characters of a log, cut at a line boundary when possible. */

@@ -5,14 +5,13 @@
 import type { AttemptSummary, RunResult, TestResult } from '../runner/run-types.js';
 import { redactSecrets } from '../redact.js';
 import {
+  codeCell,
   details,
   fence,
   fileName,
   inertQuote,
   inlineCode,
   literalLines,
-  quotePath,
-  tableCell,
   tail,
   textCell,
 } from './markdown.js';
@@ -20,6 +19,7 @@ import { instructionFilesSection } from './instruction-files-notes.js';
 import { testWords } from './status-comment.js';
 import { testPassed } from '../runner/test-report.js';
 import { servedBySection } from './served-by.js';
+import { changedFiles, diffstatLines, diffstatTotal } from './diffstat.js';
 
 export const PR_BODY_LIMIT = 65_536;
 // Leave room for GitHub counting some characters differently from UTF-16 code units.
@@ -159,63 +159,10 @@ function verdict(result: RunResult): string {
   return '**The tests do not pass after the change.**';
 }
 
-export interface DiffStatFile {
-  path: string;
-  added: number;
-  removed: number;
-  binary: boolean;
-}
-
-/** Files and line counts of a `git diff` patch, computed from the text alone. */
-export function diffstat(patch: string): DiffStatFile[] {
-  const files: DiffStatFile[] = [];
-  let current: DiffStatFile | undefined;
-  let inHunk = false;
-  for (const line of patch.split('\n')) {
-    const header = /^diff --git a\/(.*) b\/(.*)$/.exec(line);
-    if (header) {
-      current = { path: header[2] ?? header[1] ?? '', added: 0, removed: 0, binary: false };
-      files.push(current);
-      inHunk = false;
-      continue;
-    }
-    if (!current) continue;
-    if (line.startsWith('@@')) inHunk = true;
-    else if (!inHunk && line.startsWith('rename to '))
-      current.path = line.slice('rename to '.length);
-    else if (!inHunk && (line.startsWith('Binary files ') || line === 'GIT binary patch'))
-      current.binary = true;
-    else if (inHunk && line.startsWith('+')) current.added += 1;
-    else if (inHunk && line.startsWith('-')) current.removed += 1;
-  }
-  return files;
-}
-
-/** git's own numstat from the policy step when there is one; the patch text otherwise. */
-function changedFiles(result: RunResult): DiffStatFile[] {
-  if (!result.patchFacts) return diffstat(result.patch);
-  return result.patchFacts.files.map((f) => ({
-    path: f.path,
-    added: f.added ?? 0,
-    removed: f.removed ?? 0,
-    binary: f.added === null,
-  }));
-}
-
 function diffstatSection(result: RunResult, d: Detail): string {
-  const files = changedFiles(result);
-  const added = files.reduce((n, f) => n + f.added, 0);
-  const removed = files.reduce((n, f) => n + f.removed, 0);
-  const shown = files
-    .slice(0, d.diffFiles)
-    .map((f) =>
-      f.binary
-        ? `${quotePath(f.path)} | binary`
-        : `${quotePath(f.path)} | +${f.added} -${f.removed}`,
-    );
-  if (files.length > shown.length) shown.push(`… and ${files.length - shown.length} more files`);
-  shown.push(`${files.length} file${files.length === 1 ? '' : 's'} changed, +${added} -${removed}`);
-  return `## Changes\n\n${fence(shown.join('\n'))}`;
+  const files = changedFiles(result.patchFacts, result.patch);
+  const lines = [...diffstatLines(files, d.diffFiles), diffstatTotal(files)];
+  return `## Changes\n\n${fence(lines.join('\n'))}`;
 }
 
 /**
@@ -250,7 +197,7 @@ export function attemptsTable(
   const rows = attempts.map((a) =>
     [
       a.selected ? `${a.attempt} (${chosen})` : String(a.attempt),
-      a.exitReason ? inlineCode(a.exitReason) : tableCell(a.outcome),
+      a.exitReason ? codeCell(a.exitReason) : textCell(a.outcome),
       String(a.steps),
       String(a.promptTokens + a.completionTokens),
       textCell(a.testsText),
@@ -273,23 +220,7 @@ export function attemptsTable(
 }
 
 function attemptDiffstat(a: AttemptSummary, d: Detail): string {
-  const files: DiffStatFile[] = a.patchFacts
-    ? a.patchFacts.files.map((f) => ({
-        path: f.path,
-        added: f.added ?? 0,
-        removed: f.removed ?? 0,
-        binary: f.added === null,
-      }))
-    : diffstat(a.patch);
-  const shown = files
-    .slice(0, d.diffFiles)
-    .map((f) =>
-      f.binary
-        ? `${quotePath(f.path)} | binary`
-        : `${quotePath(f.path)} | +${f.added} -${f.removed}`,
-    );
-  if (files.length > shown.length) shown.push(`… and ${files.length - shown.length} more files`);
-  return shown.join('\n');
+  return diffstatLines(changedFiles(a.patchFacts, a.patch), d.diffFiles).join('\n');
 }
 
 /**
@@ -369,7 +300,7 @@ function trajectorySection(result: RunResult, d: Detail): string {
     if (s.tools.length === 0) rows.push(`| ${n} | – | – | final answer | ${time} |`);
     s.tools.forEach((t, i) => {
       rows.push(
-        `| ${i === 0 ? n : ''} | ${textCell(t.name, 20)} | ${t.args ? inlineCode(tableCell(t.args, 70)) : ''} | ${textCell(t.outcome, 60)} | ${i === 0 ? time : ''} |`,
+        `| ${i === 0 ? n : ''} | ${textCell(t.name, 20)} | ${t.args ? codeCell(t.args, 70) : ''} | ${textCell(t.outcome, 60)} | ${i === 0 ? time : ''} |`,
       );
     });
   }

@@ -4,8 +4,9 @@
 // GitHub's size limit (the oldest revisions go first, then the top is cut).
 import type { RunResult, TestResult } from '../runner/run-types.js';
 import { redactSecrets } from '../redact.js';
-import { diffstat, PR_BODY_LIMIT } from './pr-body.js';
-import { fence, fileName, inertQuote, inlineCode, quotePath, textCell } from './markdown.js';
+import { PR_BODY_LIMIT } from './pr-body.js';
+import { changedFiles, diffstatLines, diffstatTotal } from './diffstat.js';
+import { fence, fileName, inertQuote, inlineCode, textCell } from './markdown.js';
 import { exitWords } from './status-comment.js';
 
 export const REVISIONS_MARKER = '<!-- frognano:revisions -->';
@@ -58,18 +59,9 @@ export function renderRevision(input: RevisionInput): string {
   parts.push(evidence(result));
   const untrusted = untrustedHarness(result);
   if (untrusted) parts.push(untrusted);
-  const files = diffstat(result.patch);
-  const added = files.reduce((n, f) => n + f.added, 0);
-  const removed = files.reduce((n, f) => n + f.removed, 0);
-  const lines = files
-    .slice(0, 100)
-    .map((f) =>
-      f.binary
-        ? `${quotePath(f.path)} | binary`
-        : `${quotePath(f.path)} | +${f.added} -${f.removed}`,
-    );
-  if (files.length > 100) lines.push(`… and ${files.length - 100} more files`);
-  lines.push(`${files.length} file${files.length === 1 ? '' : 's'} changed, +${added} -${removed}`);
+  // git's reading of this revision's patch when the run has it: the text is the agent's.
+  const files = changedFiles(result.patchFacts, result.patch);
+  const lines = [...diffstatLines(files, 100), diffstatTotal(files)];
   parts.push(`**Changes**\n\n${fence(lines.join('\n'))}`);
   const b = result.budgets;
   parts.push(
