@@ -1,10 +1,7 @@
 // The GitHub App entry point: wiring only. The webhook handler verifies (Probot), filters
 // (triggers.ts) and records the delivery (queue); intake, workers and publishing do the rest.
-import { AsyncLocalStorage } from 'node:async_hooks';
-import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { resolve } from 'node:path';
 import {
   Probot,
@@ -28,7 +25,7 @@ import {
 } from './metrics/index.js';
 import { connectDocker } from './sandbox/docker-engine.js';
 import { loadQueueConfig, openQueue } from './queue/open-queue.js';
-import { readRunArtifact, runArtifacts } from './queue/read-run-artifact.js';
+import { runArtifacts } from './queue/read-run-artifact.js';
 import type { Queue } from './queue/types.js';
 import { lockDataDir, type DataDirHalf } from './queue/data-dir-lock.js';
 import { startRetention } from './queue/retention.js';
@@ -40,13 +37,14 @@ import type { IssueJob } from './github/job.js';
 import { KeyedLock } from './github/keyed-lock.js';
 import { appOctokit, type GitHubClient } from './github/octokit.js';
 import { paceWrites, sharedThrottle, type SharedThrottle } from './github/shared-throttle.js';
+import { type GitRunner, removeStalePublishDirs } from './github/publish.js';
+import { appIdentity, type AppIdentity } from './github/app-identity.js';
 import {
-  type BotIdentity,
-  type GitRunner,
-  noreplyDomainFor,
-  removeStalePublishDirs,
-  resolveBotIdentity,
-} from './github/publish.js';
+  guardWebhookBodies,
+  WEBHOOK_BODY_TIMEOUT_MS,
+  webhookBodySha256,
+} from './github/webhook-body-guard.js';
+import { freePort } from './free-port.js';
 import { prunePendingPublishes } from './github/pending-publish.js';
 import { decideTrigger } from './github/triggers.js';
 import { useCommandHandler } from './github/use-attempt.js';
@@ -58,6 +56,7 @@ import {
   runPageHandler,
   runsPageConfig,
   runsPageHandler,
+  trajectoryHandler,
 } from './web/index.js';
 import { dataPaths } from './data-dir.js';
 
@@ -128,7 +127,7 @@ export function frognanoApp(deps: FrognanoAppDeps): ApplicationFunction {
         return;
       }
       // Read before the first await: the store belongs to this request's async context.
-      const sha256 = webhookBody.getStore()?.sha256;
+      const sha256 = webhookBodySha256();
       // Awaited: GitHub gets its answer only once the delivery is stored.
       const outcome = await deps.intake.accept(context.id, decision, sha256);
       countDelivery(deps.metrics, outcome, decision.kind);
@@ -145,91 +144,118 @@ export function frognanoApp(deps: FrognanoAppDeps): ApplicationFunction {
   };
 }
 
-/**
- * Serves run trajectories: run ids only (no path from the URL reaches the file system); from
- * this host's data directory, else from the shared queue (the run was made on another host).
- */
-export function trajectoryHandler(dataDir: string, queue?: Pick<Queue, 'getArtifact'>) {
-  return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
-    const m = /^\/frognano\/runs\/([0-9a-f-]{36})\/trajectory\.json$/.exec(req.url ?? '');
-    if (req.method !== 'GET' || !m) return false;
-    try {
-      const body = await readRunArtifact(m[1] as string, 'trajectory.json', { dataDir, queue });
-      if (!body) throw new Error('no such trajectory');
-      // The content was written by a model: never let a browser sniff it into a page.
-      res
-        .writeHead(200, {
-          'content-type': 'application/json; charset=utf-8',
-          'x-content-type-options': 'nosniff',
-          'content-security-policy': "default-src 'none'; sandbox",
-          'content-disposition': 'inline; filename="trajectory.json"',
-        })
-        .end(body);
-    } catch {
-      res.writeHead(404).end();
-    }
-    return true;
+/** Starts the App as `npm start` does; without APP_ID and a private key, the registration flow. */
+export async function startApp(options: StartAppOptions = {}): Promise<RunningApp> {
+  const env = appEnv(options);
+  const config = loadAppConfig(env, options.cwd ?? process.cwd());
+  const mode = options.mode ?? 'all';
+  const log = options.log ?? createLogger({ level: env.LOG_LEVEL });
+  if (!config.credentials) return startRegistration(config, env, mode, log);
+  const core = await openCore({ config, credentials: config.credentials, env, mode, log }, options);
+  if (mode !== 'serve') await startWorkers(core, options).catch(core.failStart);
+  const intake = createIntake(core, options);
+  const web = mode === 'worker' ? undefined : await startWebhooks(core, intake, options);
+  return {
+    registering: false,
+    url: web?.url,
+    config,
+    probot: web?.probot,
+    queue: core.queue,
+    intake,
+    workers: core.workers,
+    metrics: core.metrics,
+    async stop() {
+      await web?.stop();
+      await intake.stop();
+      await core.close();
+    },
   };
 }
 
-/** Starts the App as `npm start` does; without APP_ID and a private key, the registration flow. */
-export async function startApp(options: StartAppOptions = {}): Promise<RunningApp> {
-  const cwd = options.cwd ?? process.cwd();
+/** The environment; Probot's registration flow writes APP_ID, PRIVATE_KEY and WEBHOOK_SECRET into .env. */
+function appEnv(options: StartAppOptions): NodeJS.ProcessEnv {
   const env = options.env ?? process.env;
-  // Probot's registration flow writes APP_ID, PRIVATE_KEY and WEBHOOK_SECRET into .env.
-  const dotenv = resolve(cwd, '.env');
+  const dotenv = resolve(options.cwd ?? process.cwd(), '.env');
   if (env === process.env && existsSync(dotenv)) process.loadEnvFile(dotenv);
-  const config = loadAppConfig(env, cwd);
-  const mode = options.mode ?? 'all';
-  const log = options.log ?? createLogger({ level: env.LOG_LEVEL });
+  return env;
+}
 
-  if (!config.credentials) {
-    if (mode === 'worker') {
-      throw new AppConfigError([
-        'APP_ID and PRIVATE_KEY (or PRIVATE_KEY_PATH) must be set to run workers: run `frognano start` once to register the App (it writes them to .env), or set them from the App settings',
-      ]);
-    }
-    // Probot serves no registration flow in production (the Docker image sets NODE_ENV).
-    if (env.NODE_ENV === 'production') {
-      throw new AppConfigError([
-        'APP_ID and PRIVATE_KEY (or PRIVATE_KEY_PATH) are not set, and NODE_ENV=production turns the registration flow off: register the App once elsewhere (`npm start` without NODE_ENV) or create it by hand, then set APP_ID, PRIVATE_KEY and WEBHOOK_SECRET',
-      ]);
-    }
-    log.warn('APP_ID or the private key is missing: serving the GitHub App registration flow');
-    const port = config.port === 0 ? await freePort(config.host) : config.port;
-    const server = await runProbot(() => undefined, { env: { ...env, PORT: String(port) }, log });
-    return {
-      registering: true,
-      url: `http://${server.host}:${server.port}`,
-      stop: () => server.stop(),
-    };
+/** Without the App's credentials: Probot's manifest flow registers it (outside production). */
+async function startRegistration(
+  config: AppConfig,
+  env: NodeJS.ProcessEnv,
+  mode: AppMode,
+  log: Logger,
+): Promise<RunningApp> {
+  if (mode === 'worker') {
+    throw new AppConfigError([
+      'APP_ID and PRIVATE_KEY (or PRIVATE_KEY_PATH) must be set to run workers: run `frognano start` once to register the App (it writes them to .env), or set them from the App settings',
+    ]);
   }
+  // Probot serves no registration flow in production (the Docker image sets NODE_ENV).
+  if (env.NODE_ENV === 'production') {
+    throw new AppConfigError([
+      'APP_ID and PRIVATE_KEY (or PRIVATE_KEY_PATH) are not set, and NODE_ENV=production turns the registration flow off: register the App once elsewhere (`npm start` without NODE_ENV) or create it by hand, then set APP_ID, PRIVATE_KEY and WEBHOOK_SECRET',
+    ]);
+  }
+  log.warn('APP_ID or the private key is missing: serving the GitHub App registration flow');
+  const port = config.port === 0 ? await freePort(config.host) : config.port;
+  const server = await runProbot(() => undefined, { env: { ...env, PORT: String(port) }, log });
+  return {
+    registering: true,
+    url: `http://${server.host}:${server.port}`,
+    stop: () => server.stop(),
+  };
+}
 
-  const { appId, privateKey, webhookSecret } = config.credentials;
+interface CoreInput {
+  config: AppConfig;
+  credentials: NonNullable<AppConfig['credentials']>;
+  env: NodeJS.ProcessEnv;
+  mode: AppMode;
+  log: Logger;
+}
+
+/** What every mode shares: the data directory, the queue, GitHub clients, metrics. */
+interface AppCore extends CoreInput {
+  queue: Queue<IssueJob>;
+  Probot: typeof Probot;
+  auth: (installationId: number) => Promise<GitHubClient>;
+  identity: AppIdentity;
+  lock: KeyedLock;
+  metrics: Metrics;
+  /** The model endpoints, shared by every run of this process (with Redis, by every worker). */
+  fleet?: ModelFleet;
+  workers?: WorkerPool<IssueJob>;
+  /** Stops what the core holds (workers included), in order. */
+  close(): Promise<void>;
+  /** A start that fails after taking the lock gives it back (an embedding process may retry). */
+  failStart(error: unknown): Promise<never>;
+}
+
+async function openCore(input: CoreInput, options: StartAppOptions): Promise<AppCore> {
+  const { config, credentials, env, mode, log } = input;
   // Before the queue is touched: a second process must not requeue the first one's runs.
   const halves: DataDirHalf[] =
     mode === 'all' ? ['intake', 'worker'] : mode === 'serve' ? ['intake'] : ['worker'];
   const dataDirLock = lockDataDir(config.dataDir, halves, mode === 'all' ? 'start' : mode);
-  let queue: Queue<IssueJob>;
-  try {
-    queue = await openQueue<IssueJob>({
-      env,
-      dataDir: config.dataDir,
-      concurrency: config.concurrency,
-      replayWindowMs: config.replayWindowMs,
-      worker: mode !== 'serve',
-    });
-  } catch (error) {
+  const queue = await openQueue<IssueJob>({
+    env,
+    dataDir: config.dataDir,
+    concurrency: config.concurrency,
+    replayWindowMs: config.replayWindowMs,
+    worker: mode !== 'serve',
+  }).catch((error: unknown) => {
     dataDirLock.release();
     throw error;
-  }
+  });
   const { FROGNANO_REDIS_URL: redisUrl, FROGNANO_REDIS_PREFIX: redisPrefix } = loadQueueConfig(env);
   // Many machines: every process paces its GitHub requests through one state in Redis.
   const throttle = redisUrl ? sharedThrottle(redisUrl, redisPrefix, log) : undefined;
   const ProbotWithDefaults = Probot.defaults({
-    appId,
-    privateKey,
-    secret: webhookSecret,
+    appId: credentials.appId,
+    privateKey: credentials.privateKey,
+    secret: credentials.webhookSecret,
     baseUrl: config.apiBaseUrl,
     log,
     Octokit: withThrottle(options.Octokit ?? appOctokit(log), throttle),
@@ -240,19 +266,37 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
     retentionDays: config.retentionDays,
     log,
   });
-  // The model endpoints, shared by every run of this process (with Redis, by every worker).
-  let fleet: ModelFleet | undefined;
-  // A start that fails after taking the lock gives it back (an embedding process may retry).
-  const failStart = async (error: unknown): Promise<never> => {
-    await workers?.stop();
-    await fleet?.close();
-    await retention.stop();
-    await queue.close();
-    await throttle?.close();
-    dataDirLock.release();
-    throw error;
+  const probotForAuth = new ProbotWithDefaults();
+  const core: AppCore = {
+    ...input,
+    queue,
+    Probot: ProbotWithDefaults,
+    auth: (installationId) => probotForAuth.auth(installationId) as Promise<GitHubClient>,
+    identity: appIdentity(() => probotForAuth.auth(), config),
+    lock: new KeyedLock(),
+    metrics: appMetrics(queue, mode, () => core.fleet),
+    async close() {
+      await core.workers?.stop();
+      await core.fleet?.close();
+      await retention.stop();
+      await queue.close();
+      await throttle?.close();
+      dataDirLock.release();
+    },
+    async failStart(error) {
+      await core.close();
+      throw error;
+    },
   };
-  const metrics = createMetrics({
+  return core;
+}
+
+function appMetrics(
+  queue: Queue<IssueJob>,
+  mode: AppMode,
+  fleet: () => ModelFleet | undefined,
+): Metrics {
+  return createMetrics({
     queueDepth: async () => ({
       queued: (await queue.list('queued')).length,
       running: (await queue.list('running')).length,
@@ -261,105 +305,90 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       ? {}
       : {
           modelEndpoints: async () => {
-            if (!fleet) throw new Error('no fleet yet');
-            return (await fleet.status()).map((s) => ({
+            const current = fleet();
+            if (!current) throw new Error('no fleet yet');
+            return (await current.status()).map((s) => ({
               endpoint: s.endpoint.name,
               down: s.down !== undefined,
             }));
           },
         }),
   });
-  const lock = new KeyedLock();
-  const probotForAuth = new ProbotWithDefaults();
-  const auth = (installationId: number) =>
-    probotForAuth.auth(installationId) as Promise<GitHubClient>;
+}
 
-  let workers: WorkerPool<IssueJob> | undefined;
-  if (mode !== 'serve') {
-    const processConfig = loadProcessConfig(env);
-    const runFleet = modelFleetFrom(processConfig, env, { observer: fleetObserver(metrics), log });
-    fleet = runFleet;
-    // Each run's result is kept beside its trajectory for the run page.
-    const pipeline: RunPipelineFn = recordingRunResults(
-      options.runPipeline ??
-        ((request) =>
-          runPipeline(request, {
-            modelConfig: modelConfigFrom(processConfig),
-            fleet: runFleet,
-            env,
-            dataDir: config.dataDir,
-            logger: log,
-            handleSignals: false,
-          })),
-      processConfig.FROGNANO_MODEL,
-      (error) => log.warn({ err: error }, 'run.json write failed'),
-    );
-    // Asked once per process; a failed attempt is forgotten so the next run asks again.
-    let identity: Promise<BotIdentity> | undefined;
-    let identityKnown = config.botIdentity !== undefined;
-    const botIdentity = (installation: GitHubClient, countAppCall: () => void) => {
-      if (config.botIdentity) return Promise.resolve(config.botIdentity);
-      identity ??= probotForAuth.auth().then(async (appOctokit) => {
-        countAppCall();
-        const resolved = await resolveBotIdentity(
-          { app: appOctokit as GitHubClient, installation },
-          noreplyDomainFor(config.gitBaseUrl),
-        );
-        identityKnown = true;
-        return resolved;
-      });
-      identity.catch(() => (identity = undefined));
-      return identity;
-    };
-    const mintInstallationToken = async (installationId: number): Promise<string> => {
-      const appOctokit = (await probotForAuth.auth()) as GitHubClient;
-      const { data } = await appOctokit.rest.apps.createInstallationAccessToken({
-        installation_id: installationId,
-      });
-      return data.token;
-    };
-    workers = createWorkerPool({
-      queue,
-      auth,
-      mintInstallationToken,
-      runPipeline: pipeline,
-      botIdentity,
-      botIdentityKnown: () => identityKnown,
-      lock,
-      log,
-      gitBaseUrl: config.gitBaseUrl,
-      dataDir: config.dataDir,
-      sandbox: config.sandbox,
-      statusThrottleMs: config.statusThrottleMs,
-      publicUrl: config.publicUrl,
-      pollMs: options.pollMs,
-      git: options.git,
-      artifactTtlSeconds: config.retentionDays * 24 * 3600,
-      metrics,
-    });
-    const reapOrphans =
-      options.reapOrphans ??
-      (async (liveRunIds: string[]) => {
-        const docker = config.sandbox === 'docker' ? connectDocker(env) : undefined;
-        await reap(docker, { liveRunIds, workRoot: dataPaths.runsDir(config.dataDir), log });
-      });
-    // What a process killed mid-publish left: its clone, and records nobody will retry.
-    const leftovers = await removeStalePublishDirs(dataPaths.publishDir(config.dataDir));
-    const pruned = await prunePendingPublishes(config.dataDir);
-    if (leftovers.length + pruned.length > 0) {
-      log.info({ leftovers, pruned }, 'removed publish leftovers');
-    }
-    await workers.recover(reapOrphans).catch(failStart);
-    workers.start();
-  }
-
-  const intake = new Intake({
-    queue,
-    auth,
+/** The workers: the pipeline on the model fleet, recovery of what a dead process left, then runs. */
+async function startWorkers(core: AppCore, options: StartAppOptions): Promise<void> {
+  const { config, env, log, metrics } = core;
+  const processConfig = loadProcessConfig(env);
+  const fleet = modelFleetFrom(processConfig, env, { observer: fleetObserver(metrics), log });
+  core.fleet = fleet;
+  // Each run's result is kept beside its trajectory for the run page.
+  const pipeline: RunPipelineFn = recordingRunResults(
+    options.runPipeline ??
+      ((request) =>
+        runPipeline(request, {
+          modelConfig: modelConfigFrom(processConfig),
+          fleet,
+          env,
+          dataDir: config.dataDir,
+          logger: log,
+          handleSignals: false,
+        })),
+    processConfig.FROGNANO_MODEL,
+    (error) => log.warn({ err: error }, 'run.json write failed'),
+  );
+  const workers = createWorkerPool({
+    queue: core.queue,
+    auth: core.auth,
+    mintInstallationToken: core.identity.mintInstallationToken,
+    runPipeline: pipeline,
+    botIdentity: core.identity.botIdentity,
+    botIdentityKnown: core.identity.botIdentityKnown,
+    lock: core.lock,
     log,
-    lock,
-    onEnqueued: () => workers?.kick(),
-    onCancelRequested: (runId) => workers?.abort(runId),
+    gitBaseUrl: config.gitBaseUrl,
+    dataDir: config.dataDir,
+    sandbox: config.sandbox,
+    statusThrottleMs: config.statusThrottleMs,
+    publicUrl: config.publicUrl,
+    pollMs: options.pollMs,
+    git: options.git,
+    artifactTtlSeconds: config.retentionDays * 24 * 3600,
+    metrics,
+  });
+  core.workers = workers;
+  await removePublishLeftovers(config.dataDir, log);
+  await workers.recover(options.reapOrphans ?? reapWith(core));
+  workers.start();
+}
+
+/** Removes containers and work directories of dead runs (the Docker reaper). */
+function reapWith(core: AppCore): (liveRunIds: string[]) => Promise<void> {
+  const { config, env, log } = core;
+  return async (liveRunIds) => {
+    const docker = config.sandbox === 'docker' ? connectDocker(env) : undefined;
+    await reap(docker, { liveRunIds, workRoot: dataPaths.runsDir(config.dataDir), log });
+  };
+}
+
+/** What a process killed mid-publish left: its clone, and records nobody will retry. */
+async function removePublishLeftovers(dataDir: string, log: Logger): Promise<void> {
+  const leftovers = await removeStalePublishDirs(dataPaths.publishDir(dataDir));
+  const pruned = await prunePendingPublishes(dataDir);
+  if (leftovers.length + pruned.length > 0) {
+    log.info({ leftovers, pruned }, 'removed publish leftovers');
+  }
+}
+
+function createIntake(core: AppCore, options: StartAppOptions): Intake {
+  const { config, log, queue } = core;
+  return new Intake({
+    queue,
+    auth: core.auth,
+    log,
+    lock: core.lock,
+    onEnqueued: () => core.workers?.kick(),
+    onCancelRequested: (runId) => core.workers?.abort(runId),
     retryMs: options.intakeRetryMs,
     ...(config.maxQueuedPerRepo !== undefined && { maxQueuedPerRepo: config.maxQueuedPerRepo }),
     onUse: useCommandHandler({
@@ -368,95 +397,92 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
       artifactTtlSeconds: config.retentionDays * 24 * 3600,
       gitBaseUrl: config.gitBaseUrl,
       ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
-      appAuth: async () => (await probotForAuth.auth()) as GitHubClient,
+      appAuth: core.identity.appClient,
       ...(config.botIdentity ? { botIdentity: config.botIdentity } : {}),
       log,
       ...(options.git ? { git: options.git } : {}),
     }),
   });
+}
 
-  let server: Server | undefined;
-  let probot: Probot | undefined;
-  let httpServer: HttpServer | undefined;
-  if (mode !== 'worker') {
-    server = new Server({
-      Probot: ProbotWithDefaults,
-      log,
-      host: config.host,
-      port: config.port === 0 ? await freePort(config.host) : config.port,
-      webhookPath: config.webhookPath,
-      webhookProxy: config.webhookProxyUrl,
-    });
-    const listing = queueRunListing(queue, {
-      gitBaseUrl: config.gitBaseUrl,
-      files: (id) => runArtifacts(id, { dataDir: config.dataDir, queue }),
-    });
-    const runsPage = runsPageConfig(env);
-    if (!runsPage) log.info('runs page /runs off: set GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET');
-    const webHandlers = [
-      ...(config.publicUrl || runsPage
-        ? [runPageHandler({ listing, model: env.FROGNANO_MODEL })]
-        : []),
-      ...(runsPage
-        ? [
-            runsPageHandler({
-              ...runsPage,
-              listing,
-              webBaseUrl: config.gitBaseUrl,
-              apiBaseUrl: config.apiBaseUrl,
-              publicUrl: config.publicUrl,
-              log,
-            }),
-          ]
-        : []),
-    ];
-    const appFn = frognanoApp({
-      label: config.label,
-      intake,
-      log,
-      trajectoriesFrom: config.publicUrl ? config.dataDir : undefined,
-      queue,
-      webHandlers,
-      metrics,
-    });
-    await server.load((app, appOptions) => {
-      probot = app;
-      return appFn(app, appOptions);
-    });
-    httpServer = await server.start().catch(failStart);
-    guardWebhookBodies(
-      httpServer,
-      config.webhookPath,
-      log,
-      options.webhookBodyTimeoutMs ?? WEBHOOK_BODY_TIMEOUT_MS,
-    );
-    // Deliveries recorded before a crash but not yet handled.
-    void intake.kick();
-  }
+interface Webhooks {
+  url: string;
+  probot: Probot | undefined;
+  stop(): Promise<void>;
+}
 
-  return {
-    registering: false,
-    url: server ? `http://${server.host}:${server.port}` : undefined,
-    config,
-    probot,
-    queue,
+/** The HTTP server: webhooks (guarded), run pages, the runs page, metrics. */
+async function startWebhooks(
+  core: AppCore,
+  intake: Intake,
+  options: StartAppOptions,
+): Promise<Webhooks> {
+  const { config, log } = core;
+  const server = new Server({
+    Probot: core.Probot,
+    log,
+    host: config.host,
+    port: config.port === 0 ? await freePort(config.host) : config.port,
+    webhookPath: config.webhookPath,
+    webhookProxy: config.webhookProxyUrl,
+  });
+  const appFn = frognanoApp({
+    label: config.label,
     intake,
-    workers,
-    metrics,
+    log,
+    trajectoriesFrom: config.publicUrl ? config.dataDir : undefined,
+    queue: core.queue,
+    webHandlers: webHandlers(core),
+    metrics: core.metrics,
+  });
+  let probot: Probot | undefined;
+  await server.load((app, appOptions) => {
+    probot = app;
+    return appFn(app, appOptions);
+  });
+  const httpServer = await server.start().catch(core.failStart);
+  const bodyTimeoutMs = options.webhookBodyTimeoutMs ?? WEBHOOK_BODY_TIMEOUT_MS;
+  guardWebhookBodies(httpServer, config.webhookPath, log, bodyTimeoutMs);
+  // Deliveries recorded before a crash but not yet handled.
+  void intake.kick();
+  return {
+    url: `http://${server.host}:${server.port}`,
+    probot,
     async stop() {
       // Idle keep-alive connections would hold close() open until they time out.
-      const closing = server?.stop();
-      httpServer?.closeIdleConnections();
+      const closing = server.stop();
+      httpServer.closeIdleConnections();
       await closing;
-      await intake.stop();
-      await workers?.stop();
-      await fleet?.close();
-      await retention.stop();
-      await queue.close();
-      await throttle?.close();
-      dataDirLock.release();
     },
   };
+}
+
+/** The run pages (with a public URL or the runs page) and the runs page (with OAuth set). */
+function webHandlers(core: AppCore): NonNullable<FrognanoAppDeps['webHandlers']> {
+  const { config, env, log, queue } = core;
+  const listing = queueRunListing(queue, {
+    gitBaseUrl: config.gitBaseUrl,
+    files: (id) => runArtifacts(id, { dataDir: config.dataDir, queue }),
+  });
+  const runsPage = runsPageConfig(env);
+  if (!runsPage) log.info('runs page /runs off: set GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET');
+  return [
+    ...(config.publicUrl || runsPage
+      ? [runPageHandler({ listing, model: env.FROGNANO_MODEL })]
+      : []),
+    ...(runsPage
+      ? [
+          runsPageHandler({
+            ...runsPage,
+            listing,
+            webBaseUrl: config.gitBaseUrl,
+            apiBaseUrl: config.apiBaseUrl,
+            publicUrl: config.publicUrl,
+            log,
+          }),
+        ]
+      : []),
+  ];
 }
 
 /**
@@ -474,140 +500,4 @@ function withThrottle(
       throttle: { ...throttle.options, ...(options.throttle as object) },
     }),
   );
-}
-
-/** GitHub caps webhook payloads at 25 MB; anything bigger is not GitHub. */
-export const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
-/** All webhook bodies being read at once may hold at most this much memory. */
-export const MAX_WEBHOOK_BYTES_IN_FLIGHT = 4 * MAX_WEBHOOK_BYTES;
-
-/**
- * GitHub gives up on a delivery that takes more than 10 s; a body still arriving after that is
- * not GitHub's, and would hold its share of the in-flight budget for Node's 5-minute request
- * timeout: four such senders would turn every real delivery away.
- */
-export const WEBHOOK_BODY_TIMEOUT_MS = 10_000;
-
-/** The raw body of the webhook request being handled (its hash detects replays). */
-const webhookBody = new AsyncLocalStorage<{ sha256: string }>();
-
-/**
- * @octokit/webhooks' path test, verbatim: trailing slashes dropped, then resolved as a URL, so
- * `/api/github/webhooks/`, `/api/github/x/../webhooks` and `//host/api/github/webhooks` all
- * reach the webhook handler. Whatever it routes there, we guard.
- */
-function webhookPathname(url: string): string | undefined {
-  try {
-    return new URL(url.replace(/\/+$/, '') || '/', 'http://localhost').pathname;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Probot's webhook middleware reads the whole body into memory before it checks the signature,
- * so anyone could make it buffer gigabytes. Every request Probot would route to the webhook
- * handler is read here instead, counting bytes as they arrive: a declared length over the cap
- * is refused unread, and a body (chunked or not) that grows past it is cut off at the cap, the
- * connection closed. The body read is handed to Probot as `rawBody` (which its middleware
- * takes instead of reading the stream), and its SHA-256 to our handler.
- */
-function guardWebhookBodies(
-  server: HttpServer,
-  webhookPath: string,
-  log: Logger,
-  bodyTimeoutMs: number,
-): void {
-  const target = webhookPathname(webhookPath);
-  const listeners = server.listeners('request') as ((
-    req: IncomingMessage,
-    res: ServerResponse,
-  ) => void)[];
-  let inFlight = 0;
-  server.removeAllListeners('request');
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const forward = () => {
-      for (const listener of listeners) listener.call(server, req, res);
-    };
-    if (webhookPathname(req.url ?? '/') !== target) return forward();
-    const refuse = (status: number, why: string, bytes: number) => {
-      // Nothing of the body is kept or logged; connection: close makes Node drop the socket
-      // once the answer is out instead of reading on.
-      log.warn({ url: (req.url ?? '').slice(0, 200), bytes, status }, why);
-      if (!res.headersSent) {
-        res.writeHead(status, { connection: 'close', 'content-type': 'text/plain' });
-        res.end(status === 413 ? 'payload too large\n' : status === 408 ? 'too slow\n' : 'busy\n');
-      }
-    };
-    const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > MAX_WEBHOOK_BYTES) {
-      refuse(413, 'webhook body over the size cap refused unread', declared);
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let received = 0;
-    let done = false;
-    const slow = setTimeout(() => {
-      if (done) return;
-      stop();
-      req.pause();
-      refuse(408, 'webhook body slower than GitHub sends: connection cut', received);
-      req.socket.destroy();
-    }, bodyTimeoutMs).unref();
-    const stop = () => {
-      done = true;
-      clearTimeout(slow);
-      inFlight -= received;
-      req.removeListener('data', onData);
-      req.removeListener('end', onEnd);
-      chunks.length = 0;
-    };
-    const onData = (chunk: Buffer) => {
-      if (done) return;
-      received += chunk.length;
-      inFlight += chunk.length;
-      if (received > MAX_WEBHOOK_BYTES) {
-        stop();
-        req.pause();
-        refuse(413, 'webhook body over the size cap cut off', received);
-        return;
-      }
-      if (inFlight > MAX_WEBHOOK_BYTES_IN_FLIGHT) {
-        stop();
-        req.pause();
-        refuse(503, 'too many webhook bytes in flight: connection cut', received);
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = () => {
-      if (done) return;
-      const body = Buffer.concat(chunks);
-      stop();
-      const sha256 = createHash('sha256').update(body).digest('hex');
-      // @octokit/webhooks' getPayload uses `rawBody` when `body` is an object.
-      Object.assign(req, { rawBody: body, body: {} });
-      webhookBody.run({ sha256 }, forward);
-    };
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', () => {
-      if (!done) stop();
-    });
-    req.on('close', () => {
-      if (!done) stop();
-    });
-  });
-}
-
-// Probot's Server treats port 0 as "use 3000"; pick a free port ourselves.
-function freePort(host?: string): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const probe = createNetServer();
-    probe.once('error', reject);
-    probe.listen(0, host ?? '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => resolvePort(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }

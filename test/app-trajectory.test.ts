@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { trajectoryHandler } from '../src/app.js';
+import { trajectoryHandler } from '../src/web/index.js';
 import { runOutDir } from '../src/data-dir.js';
 
 let server: Server | undefined;

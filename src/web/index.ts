@@ -21,3 +21,4 @@ export {
   type RunSummary,
 } from './run-listing.js';
 export { runsPageConfig, runsPageHandler, type RunsPageConfig } from './runs-page.js';
+export { trajectoryHandler } from './trajectory-handler.js';
