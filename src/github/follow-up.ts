@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { Queue } from '../queue/types.js';
 import { followUpTask } from '../runner/follow-up-task.js';
 import type { RunRequest, RunResult } from '../runner/run-types.js';
-import type { IssueJob } from './job.js';
+import { issueKey, type IssueJob } from './job.js';
 import { inlineCode } from './markdown.js';
 import type { GitHubClient } from './octokit.js';
 import { renderRevision } from './pr-revisions.js';
@@ -27,7 +27,6 @@ import {
   writePublishedAttempt,
   type PublishedAttempt,
 } from './revision-record.js';
-import { issueKey } from './triggers.js';
 
 interface Target {
   owner: string;

@@ -19,18 +19,21 @@
 import type { Logger } from 'pino';
 import type { Queue } from '../queue/types.js';
 import type { GitHubClient } from './octokit.js';
-import type { IssueJob } from './job.js';
+import { issueKey, type IssueJob } from './job.js';
 import { notOursLine, ownPullRequest } from './follow-up.js';
 import { KeyedLock } from './keyed-lock.js';
 import { hasWriteAccess } from './permission-check.js';
 import { RestBudget } from './rest-budget.js';
 import { readIssueTextsOffThread } from './sanitize-off-thread.js';
-import { ensureStatusComment, renderStatus } from './status-comment.js';
-import { issueKey, type TriggerDecision, type TriggerTarget } from './triggers.js';
+import {
+  ensureStatusComment,
+  renderStatus,
+  STATUS_COMMENT_NOTE,
+  triggerWords,
+} from './status-comment.js';
+import type { TriggerDecision, TriggerTarget } from './triggers.js';
 
 export type AcceptedTrigger = Exclude<TriggerDecision, { kind: 'ignore' }>;
-
-export const STATUS_COMMENT_NOTE = 'status-comment-id';
 
 /** How long a delivery whose decision failed (GitHub unreachable) waits before it is tried again. */
 const RETRY_FAILED_MS = 30_000;
@@ -525,12 +528,6 @@ export async function statusCommentId(
 /** The fair-share group of a run: its repository, `owner/name` as GitHub compares them. */
 export function repoKey(t: { owner: string; repo: string }): string {
   return `${t.owner}/${t.repo}`.toLowerCase();
-}
-
-export function triggerWords(t: AcceptedTrigger | IssueJob): string {
-  const source = 'source' in t ? t.source : undefined;
-  if (source === 'review') return `follow-up requested by @${t.sender.login}`;
-  return source === 'retry' ? `retried by @${t.sender.login}` : `requested by @${t.sender.login}`;
 }
 
 async function react(octokit: GitHubClient, t: TriggerTarget): Promise<void> {

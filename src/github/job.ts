@@ -30,3 +30,7 @@ export const IssueJob = z.object({
     .optional(),
 });
 export type IssueJob = z.infer<typeof IssueJob>;
+
+export function issueKey(t: { owner: string; repo: string; issueNumber: number }): string {
+  return `${t.owner}/${t.repo}#${t.issueNumber}`.toLowerCase();
+}

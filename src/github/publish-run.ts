@@ -5,7 +5,7 @@ import { dataPaths } from '../data-dir.js';
 import type { RunResult } from '../runner/run-types.js';
 import { redactSecrets } from '../redact.js';
 import { runPageUrl } from '../web/index.js';
-import type { IssueJob } from './job.js';
+import { issueKey, type IssueJob } from './job.js';
 import type { GitHubClient } from './octokit.js';
 import {
   findPendingPublishForIssue,
@@ -16,11 +16,27 @@ import {
   savePendingPublish,
 } from './pending-publish.js';
 import { renderPrBody } from './pr-body.js';
-import { type BotIdentity, mayPublishLater, noreplyDomainFor, publishPatch } from './publish.js';
+import {
+  type BotIdentity,
+  type GitRunner,
+  mayPublishLater,
+  noreplyDomainFor,
+  publishPatch,
+} from './publish.js';
 import { evidenceOf, writePublishedAttempt } from './revision-record.js';
-import type { GitHubRunHostDeps } from './run-host-deps.js';
+import type { Queue } from '../queue/types.js';
 import { type StatusState, verificationLine } from './status-comment.js';
-import { issueKey } from './triggers.js';
+
+/** Where publishing works and what it records. */
+export interface PublishDeps {
+  queue: Queue<IssueJob>;
+  /** Publish clones and kept changes live under here. */
+  dataDir: string;
+  gitBaseUrl: string;
+  publicUrl?: string;
+  git?: GitRunner;
+  log: Logger;
+}
 
 /** What publishing a run needs from its session. */
 export interface PublishContext {
@@ -33,7 +49,7 @@ export interface PublishContext {
 
 /** Keeps the change on disk, then opens the draft pull request. */
 export async function publishRun(
-  deps: GitHubRunHostDeps,
+  deps: PublishDeps,
   run: { job: IssueJob; runId: string; result: RunResult },
   ctx: PublishContext,
 ): Promise<StatusState> {
@@ -93,7 +109,7 @@ export async function resumablePublish(
 
 /** Pushes the kept change and opens (or finds) its draft pull request. */
 export async function finishPublish(
-  deps: GitHubRunHostDeps,
+  deps: PublishDeps,
   pending: PendingPublish,
   ctx: PublishContext,
 ): Promise<StatusState> {
@@ -148,7 +164,7 @@ export async function finishPublish(
 
 /** What a follow-up on this pull request is briefed with (revision-record.ts); the record goes. */
 async function recordPublished(
-  deps: GitHubRunHostDeps,
+  deps: PublishDeps,
   pending: PendingPublish,
   published: { prNumber: number; branch: string; commit: string },
   log: Logger,

@@ -6,8 +6,7 @@ import type { Queue } from '../queue/types.js';
 import { DEFAULT_ARTIFACT_TTL_SECONDS, runArtifacts } from '../queue/read-run-artifact.js';
 import { RUN_RECORD_FILE, filesIn, readRunRecord, writeRunRecord } from '../web/run-record.js';
 import { runPageUrl } from '../web/run-page-handler.js';
-import type { IssueJob } from './job.js';
-import { issueKey } from './triggers.js';
+import { issueKey, type IssueJob } from './job.js';
 import type { RunResult } from '../runner/run-types.js';
 import { runOutDir } from '../data-dir.js';
 

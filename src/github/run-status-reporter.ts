@@ -2,19 +2,31 @@
 // may run in another process), its writes under the issue's lock, here and across processes.
 import type { RunRecord } from '../queue/types.js';
 import { runPageUrl } from '../web/index.js';
-import { STATUS_COMMENT_NOTE, triggerWords } from './intake.js';
-import type { IssueJob } from './job.js';
+import { issueKey, type IssueJob } from './job.js';
 import type { GitHubClient } from './octokit.js';
 import type { RestBudget } from './rest-budget.js';
-import type { GitHubRunHostDeps } from './run-host-deps.js';
-import { StatusReporter, type StatusReporterOptions } from './status-comment.js';
-import { issueKey } from './triggers.js';
+import type { KeyedLock } from './keyed-lock.js';
+import type { Queue } from '../queue/types.js';
+import {
+  STATUS_COMMENT_NOTE,
+  StatusReporter,
+  type StatusReporterOptions,
+  triggerWords,
+} from './status-comment.js';
+
+/** What the reporter shares with intake and other processes. */
+export interface StatusDeps {
+  queue: Queue<IssueJob>;
+  lock: KeyedLock;
+  /** Base URL of the public run page, linked from the comment. */
+  publicUrl?: string;
+}
 
 /** How long a worker's first status write waits for intake to post the "queued" comment. */
 const INTAKE_WAIT_MS = 10_000;
 
 export async function runStatusReporter(
-  deps: GitHubRunHostDeps,
+  deps: StatusDeps,
   run: RunRecord<IssueJob>,
   client: { octokit: GitHubClient; budget: RestBudget },
   options: Pick<StatusReporterOptions, 'throttleMs' | 'reserve' | 'log'>,
@@ -64,7 +76,7 @@ export async function runStatusReporter(
  * Waits (bounded) until intake has handled the delivery that made this run: intake in
  * another process (`frognano serve`) may still be posting the "queued" comment.
  */
-async function waitForIntake(deps: GitHubRunHostDeps, run: RunRecord<IssueJob>): Promise<void> {
+async function waitForIntake(deps: StatusDeps, run: RunRecord<IssueJob>): Promise<void> {
   const { queue } = deps;
   const deadline = Date.now() + INTAKE_WAIT_MS;
   const pending = async () =>

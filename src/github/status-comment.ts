@@ -8,8 +8,22 @@ import { redactSecrets } from '../redact.js';
 import { fence, inertQuote, inlineCode, literalLines, tail } from './markdown.js';
 import type { GitHubClient, IssueRef } from './octokit.js';
 import type { RestBudget } from './rest-budget.js';
+import type { IssueJob } from './job.js';
 
 export const STATUS_MARKER = '<!-- frognano:status -->';
+
+/** The queue note under which an issue's status comment id is kept (shared with other processes). */
+export const STATUS_COMMENT_NOTE = 'status-comment-id';
+
+/** Who asked for the run, and how, in the status comment's words. */
+export function triggerWords(t: {
+  sender: { login: string };
+  source?: IssueJob['source'];
+}): string {
+  const { source } = t;
+  if (source === 'review') return `follow-up requested by @${t.sender.login}`;
+  return source === 'retry' ? `retried by @${t.sender.login}` : `requested by @${t.sender.login}`;
+}
 
 const FOLLOW_UP_HINT =
   'Comment `/frognano <what to change>` on this pull request (or review it with `/frognano` in the review) to try again.';

@@ -7,6 +7,7 @@ import type { TriggerDecision, TriggerTarget } from './trigger-types.js';
 
 export type { ReviewTrigger, TriggerDecision, TriggerTarget } from './trigger-types.js';
 export { isBot, parseCommand, type Command } from './parse-command.js';
+export { issueKey } from './job.js';
 
 const User = z.object({ login: z.string(), id: z.number(), type: z.string().optional() });
 
@@ -157,8 +158,4 @@ function gate(
     if (p.issue.state === 'closed') return { kind: 'refuse', reason: 'closed', ...target };
   }
   return { ...wanted, ...target };
-}
-
-export function issueKey(t: { owner: string; repo: string; issueNumber: number }): string {
-  return `${t.owner}/${t.repo}#${t.issueNumber}`.toLowerCase();
 }
