@@ -32,22 +32,22 @@ import { startRetention } from './queue/retention.js';
 import { reap } from './sandbox/reap.js';
 import { runPipeline } from './runner/run.js';
 import { AppConfigError, loadAppConfig, type AppConfig } from './github/app-config.js';
-import { Intake } from './github/intake.js';
+import { Intake } from './github/intake/index.js';
 import type { IssueJob } from './github/job.js';
 import { KeyedLock } from './github/keyed-lock.js';
 import { appOctokit, type GitHubClient } from './github/octokit.js';
 import { paceWrites, sharedThrottle, type SharedThrottle } from './github/shared-throttle.js';
-import { type GitRunner, removeStalePublishDirs } from './github/publish.js';
+import { type GitRunner, removeStalePublishDirs } from './github/publishing/index.js';
 import { appIdentity, type AppIdentity } from './github/app-identity.js';
 import {
   guardWebhookBodies,
   WEBHOOK_BODY_TIMEOUT_MS,
   webhookBodySha256,
-} from './github/webhook-body-guard.js';
+} from './github/intake/index.js';
 import { freePort } from './free-port.js';
-import { prunePendingPublishes } from './github/pending-publish.js';
-import { decideTrigger } from './github/triggers.js';
-import { useCommandHandler } from './github/use-attempt.js';
+import { prunePendingPublishes } from './github/publishing/index.js';
+import { decideTrigger } from './github/intake/index.js';
+import { useCommandHandler } from './github/publishing/index.js';
 import { createWorkerPool } from './github/create-worker-pool.js';
 import type { RunPipelineFn, WorkerPool } from './runs/index.js';
 import {

@@ -8,9 +8,9 @@ import { Writable } from 'node:stream';
 import Database from 'better-sqlite3';
 import nock from 'nock';
 import { startApp } from '../src/app.js';
-import { MAX_WEBHOOK_BYTES } from '../src/github/webhook-body-guard.js';
+import { MAX_WEBHOOK_BYTES } from '../src/github/intake/webhook-body-guard.js';
 import { createLogger, MAX_LOG_LINE } from '../src/log.js';
-import { decideTrigger } from '../src/github/triggers.js';
+import { decideTrigger } from '../src/github/intake/triggers.js';
 import { RunQueue } from '../src/queue/queue.js';
 import { finalAnswer } from './support/scripted-model-server.js';
 import {

@@ -51,4 +51,20 @@ describe('architecture', () => {
     }
     expect(bad).toEqual([]);
   });
+
+  it.each(['runs', 'web', 'metrics', 'github/intake', 'github/status', 'github/publishing'])(
+    'code outside %s reaches it only through its index.ts',
+    (room) => {
+      const bad: string[] = [];
+      for (const [file, targets] of graph) {
+        if (file.startsWith(`${room}/`)) continue;
+        for (const target of targets) {
+          if (target.startsWith(`${room}/`) && target !== `${room}/index.ts`) {
+            bad.push(`${file} → ${target}`);
+          }
+        }
+      }
+      expect(bad).toEqual([]);
+    },
+  );
 });

@@ -4,12 +4,12 @@
 // diffstat are the PR body's own renderers.
 import path from 'node:path';
 import { fence, fileName, inertQuote, inlineCode, literalLines, tail } from '../github/markdown.js';
-import { attemptsTable, changesSection, trajectoryTable } from '../github/pr-body.js';
+import { attemptsTable, changesSection, trajectoryTable } from '../github/publishing/index.js';
 import type { AttemptSummary, RunResult, TestResult } from '../runner/run-types.js';
 import { testPassed } from '../runner/test-report.js';
-import { instructionFileWords } from '../github/instruction-files-notes.js';
-import { reportWords } from '../github/status-comment.js';
-import { servedBySection } from '../github/served-by.js';
+import { instructionFileWords } from '../github/status/index.js';
+import { reportWords } from '../github/status/index.js';
+import { servedBySection } from '../github/publishing/index.js';
 
 export interface SummaryMeta {
   /** The served model name the run used. */

@@ -1,7 +1,7 @@
 // What the App is on GitHub, asked through its own (JWT) client: the commit identity of its bot
 // (once per process) and fresh installation tokens for git.
 import type { GitHubClient } from './octokit.js';
-import { type BotIdentity, noreplyDomainFor, resolveBotIdentity } from './publish.js';
+import { type BotIdentity, noreplyDomainFor, resolveBotIdentity } from './publishing/index.js';
 
 export interface AppIdentity {
   /** The App's own client (JWT). */

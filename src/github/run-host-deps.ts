@@ -3,7 +3,7 @@ import type { Queue } from '../queue/types.js';
 import type { IssueJob } from './job.js';
 import type { KeyedLock } from './keyed-lock.js';
 import type { GitHubClient } from './octokit.js';
-import type { BotIdentity, GitRunner } from './publish.js';
+import type { BotIdentity, GitRunner } from './publishing/index.js';
 
 /** What GitHub's side of the runs needs: clients, the bot's identity, where to push. */
 export interface GitHubRunHostDeps {

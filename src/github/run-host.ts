@@ -7,23 +7,23 @@ import { registerSecret } from '../redact.js';
 import type { RunResult } from '../runner/run-types.js';
 import type { HostRequest, RunHost, RunSession, RunStatus } from '../runs/index.js';
 import { runPageUrl } from '../web/index.js';
-import { prepareFollowUp, publishFollowUp, type FollowUpBrief } from './follow-up.js';
-import { instructionFileNotes, withNotes } from './instruction-files-notes.js';
+import { prepareFollowUp, publishFollowUp, type FollowUpBrief } from './publishing/index.js';
+import { instructionFileNotes, withNotes } from './status/index.js';
 import type { IssueJob } from './job.js';
 import { ownerConfigBase } from './owner-config.js';
-import { noreplyDomainFor } from './publish.js';
+import { noreplyDomainFor } from './publishing/index.js';
 import {
   finishPublish,
   publishFailure,
   publishRun,
   resumablePublish,
   type PublishContext,
-} from './publish-run.js';
+} from './publishing/index.js';
 import { RestBudget } from './rest-budget.js';
 import type { GitHubRunHostDeps } from './run-host-deps.js';
-import { runStatusReporter } from './run-status-reporter.js';
+import { runStatusReporter } from './status/index.js';
 import { readIssueTextsOffThread } from './sanitize-off-thread.js';
-import { describeResult, type StatusReporter } from './status-comment.js';
+import { describeResult, type StatusReporter } from './status/index.js';
 import { dataPaths } from '../data-dir.js';
 
 /** REST calls kept back for the push (token), PR lookup/create, review request and final status. */

@@ -9,7 +9,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { noreplyDomainFor } from '../../src/github/publish.js';
+import { noreplyDomainFor } from '../../src/github/publishing/publish.js';
 import { REST_CALLS_PER_RUN } from '../../src/github/rest-budget.js';
 import { describeDocker, ensureSandboxImage } from '../support/docker-engine.js';
 import { finalAnswer, toolCall, type ScriptStep } from '../support/scripted-model-server.js';

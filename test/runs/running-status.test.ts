@@ -1,7 +1,7 @@
 // The status comment while a run works, from the pipeline's own progress events.
 import { describe, expect, it } from 'vitest';
 import { RunningStatus } from '../../src/runs/running-status.js';
-import { renderStatus } from '../../src/github/status-comment.js';
+import { renderStatus } from '../../src/github/status/status-comment.js';
 import type { RunProgress } from '../../src/runner/run-types.js';
 
 const step = (attempt: number | undefined, n: number): RunProgress => ({

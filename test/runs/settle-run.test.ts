@@ -1,7 +1,7 @@
 // How a run's end maps to its status, final state and outcome: one case per way a run can end.
 import { describe, expect, it } from 'vitest';
 import { settleRun, type RunStatus } from '../../src/runs/index.js';
-import { describeResult } from '../../src/github/status-comment.js';
+import { describeResult } from '../../src/github/status/status-comment.js';
 import { registerSecret } from '../../src/redact.js';
 import { runResult } from '../github/helpers/run-result.js';
 

@@ -1,0 +1,27 @@
+// The publishing room's door: a run's change becomes a pushed branch and a draft pull request
+// (or a follow-up commit on it), its body the evidence; `/frognano use K` republishes an attempt.
+export {
+  notOursLine,
+  ownPullRequest,
+  prepareFollowUp,
+  publishFollowUp,
+  type FollowUpBrief,
+} from './follow-up.js';
+export { prunePendingPublishes } from './pending-publish.js';
+export { attemptsTable, changesSection, trajectoryTable } from './pr-body.js';
+export {
+  finishPublish,
+  publishFailure,
+  publishRun,
+  resumablePublish,
+  type PublishContext,
+} from './publish-run.js';
+export {
+  noreplyDomainFor,
+  removeStalePublishDirs,
+  resolveBotIdentity,
+  type BotIdentity,
+  type GitRunner,
+} from './publish.js';
+export { servedBySection } from './served-by.js';
+export { useCommandHandler } from './use-attempt.js';
