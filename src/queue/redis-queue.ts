@@ -47,6 +47,8 @@ export interface RedisQueueOptions {
   replayWindowMs?: number;
   /** Open a BullMQ worker (claims, stalled checks); serve-only processes leave it off. */
   worker?: boolean;
+  /** An `exclusive` section's lock lapses this long after its holder last renewed it (30 s). */
+  exclusiveLockMs?: number;
 }
 
 const BULL_QUEUE = 'runs';
@@ -56,6 +58,11 @@ const DAY_MS = 24 * 3600 * 1000;
  * own count. Claims per run (`attempts`) decide instead.
  */
 const TICKET_STALLS = 1_000_000;
+/**
+ * An exclusive section is a few status comment writes, paced by the shared GitHub throttle
+ * (seconds each, minutes behind a burst of other runs' writes): one held this long is hung.
+ */
+const EXCLUSIVE_MAX_HOLD_MS = 10 * 60_000;
 
 // KEYS: none (all keys derive from the prefix in ARGV[1]; one Redis, not a cluster).
 
@@ -320,6 +327,13 @@ if redis.call('GET', ARGV[2]) == ARGV[3] then return redis.call('DEL', ARGV[2]) 
 return 0
 `;
 
+// Extends the lock only while it is still ours (ARGV[2]: the key, ARGV[3]: our token, ARGV[4]:
+// its TTL in ms); a lock another holder took is left as it is.
+const RENEW = `
+if redis.call('GET', ARGV[2]) == ARGV[3] then return redis.call('PEXPIRE', ARGV[2], ARGV[4]) end
+return 0
+`;
+
 const COMPLETE_DELIVERY = `
 local p, d, ttl = ARGV[1], ARGV[2], ARGV[3]
 local k = p..'dlv:'..d
@@ -337,6 +351,7 @@ export class RedisQueue<J = unknown> implements Queue<J> {
   readonly maxAttempts = 2;
   readonly prefix: string;
   readonly lockMs: number;
+  readonly exclusiveLockMs: number;
   readonly #p: string;
   readonly #redis: Redis;
   readonly #bull: BullQueue;
@@ -353,6 +368,7 @@ export class RedisQueue<J = unknown> implements Queue<J> {
     this.concurrency = options.concurrency;
     this.prefix = options.prefix ?? 'frognano';
     this.lockMs = options.lockMs ?? 30_000;
+    this.exclusiveLockMs = options.exclusiveLockMs ?? 30_000;
     this.#replayWindowMs = options.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS;
     this.#deliveryRetentionMs = Math.max(
       options.deliveryRetentionMs ?? 14 * DAY_MS,
@@ -727,21 +743,44 @@ export class RedisQueue<J = unknown> implements Queue<J> {
     return gz ? gunzipSync(gz) : undefined;
   }
 
+  /**
+   * The lock lives `exclusiveLockMs` and is renewed while `fn` runs, so a long burst of paced
+   * GitHub writes keeps it (a lapsed lock let a second status comment be created, issue 16).
+   * The renewal timer dies with its process: a crashed holder's lock lapses within one TTL.
+   * A waiter waits as long as the lock lives: going ahead without it is the duplicate it exists
+   * to prevent. A holder stuck past EXCLUSIVE_MAX_HOLD_MS stops renewing, so no hang blocks an
+   * issue's status writes for good.
+   */
   async exclusive<T>(key: string, fn: () => Promise<T>): Promise<T> {
     const lockKey = `${this.#p}lock:${key}`;
     const token = randomUUID();
-    // Long enough for a few GitHub writes; a holder that dies frees it when it expires.
-    const ttlMs = 30_000;
-    const deadline = Date.now() + ttlMs;
+    const ttlMs = this.exclusiveLockMs;
     while ((await this.#redis.set(lockKey, token, 'PX', String(ttlMs), 'NX')) !== 'OK') {
-      if (Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 20));
     }
+    const stopRenewing = this.#renewLock(lockKey, token, ttlMs);
     try {
       return await fn();
     } finally {
+      stopRenewing();
       await this.#eval(UNLOCK, [lockKey, token]).catch(() => undefined);
     }
+  }
+
+  /** Extends a held lock every third of its TTL until stopped, lost, or held too long. */
+  #renewLock(lockKey: string, token: string, ttlMs: number): () => void {
+    const until = Date.now() + EXCLUSIVE_MAX_HOLD_MS;
+    const timer = setInterval(() => {
+      if (Date.now() > until) return clearInterval(timer);
+      this.#eval(RENEW, [lockKey, token, String(ttlMs)]).then(
+        // 0: another holder has it (ours lapsed while this process stalled): leave it be.
+        (renewed) => renewed === 0 && clearInterval(timer),
+        // Redis unreachable for now: the next tick tries again, within the TTL.
+        () => undefined,
+      );
+    }, ttlMs / 3);
+    timer.unref?.();
+    return () => clearInterval(timer);
   }
 
   /** Runs this process holds (their BullMQ locks renewed). */
