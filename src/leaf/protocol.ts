@@ -1,6 +1,6 @@
 // Protocol constants of the Leaf harness that FrogNano-4B was trained in.
-// Every string here is reproduced byte for byte from ../shared/leaf-protocol.md;
-// changing one changes what the model sees.
+// Every string here is reproduced byte for byte from the protocol the model was trained on
+// (docs/leaf-protocol.md); changing one changes what the model sees.
 
 export const SYSTEM_PROMPT = [
   'You are a software-engineering agent working in a checked-out repository.',
