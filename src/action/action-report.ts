@@ -1,0 +1,120 @@
+// What a workflow run reports when its event is handled: the exit code, the step's outputs, the
+// step summary (the status comment's words, then the run's summary.md) and, for a failure, one
+// line for the log. Exit 0: handled (a pull request or a follow-up commit, a refusal, nothing to
+// do); 1: the run failed, or GitHub could not be asked whether the sender may start runs.
+import { STATUS_MARKER } from '../github/status-comment.js';
+import type { RunRecord } from '../queue/types.js';
+import type { IssueJob } from '../github/job.js';
+import type { RunResult } from '../runner/run-types.js';
+import { renderSummary } from '../commands/render-summary.js';
+import type { ActionOutputs } from './action-files.js';
+
+export interface ActionReport {
+  exitCode: 0 | 1;
+  outputs: ActionOutputs;
+  summary: string;
+  /** One line for the log when the exit code is 1. */
+  failure?: string;
+}
+
+/** Outcomes of finished runs that are a refusal, not a failure (the event was handled). */
+const REFUSALS = new Set(['follow_up_refused']);
+
+const HEADING = '## 🐸 frognano';
+
+/** Nothing for the bot in this event (another label, not a command, a bot's own comment). */
+export function ignoredReport(event: string, reason: string): ActionReport {
+  return {
+    exitCode: 0,
+    outputs: { outcome: 'ignored' },
+    summary: `${HEADING}\n\nNothing to do for this \`${event}\` event: ${reason}.\n`,
+  };
+}
+
+/** The event was decided without a run: refused, a cancel asked for, `/frognano use` answered. */
+export function answeredReport(outcome: string, comment: string | undefined): ActionReport {
+  const said = comment ? `\n\n${quote(comment)}\n` : '\n';
+  return {
+    exitCode: 0,
+    outputs: { outcome },
+    summary: `${HEADING}\n\nOutcome: \`${outcome}\`.${said}`,
+  };
+}
+
+/** GitHub did not answer the sender's permission check (or another of intake's calls). */
+export function intakeFailedReport(): ActionReport {
+  const failure =
+    'GitHub could not be asked whether the sender may start runs (the API failed or refused the token; see the log above)';
+  return {
+    exitCode: 1,
+    outputs: { outcome: 'intake_failed' },
+    summary: `${HEADING}\n\n${failure}.\n`,
+    failure,
+  };
+}
+
+export interface RunFacts {
+  run: RunRecord<IssueJob>;
+  result?: RunResult;
+  statusBody?: string;
+  model?: string;
+  outDir: string;
+  serverUrl: string;
+}
+
+export function runReport(f: RunFacts): ActionReport {
+  const { run } = f;
+  const outcome = run.outcome ?? run.state;
+  const failed = run.state === 'failed' && !REFUSALS.has(outcome);
+  const status = f.statusBody ? statusText(f.statusBody) : `The run ended \`${outcome}\`.`;
+  const pr = pullRequestOf(f);
+  const parts = [HEADING, status];
+  if (f.result) {
+    parts.push(
+      '---',
+      renderSummary(f.result, {
+        model: f.model,
+        outDir: f.outDir,
+        heading: `frognano run ${run.id}`,
+      }),
+    );
+  }
+  return {
+    exitCode: failed ? 1 : 0,
+    outputs: {
+      outcome,
+      'run-id': run.id,
+      ...(pr ? { 'pr-number': pr.number, 'pr-url': pr.url } : {}),
+    },
+    summary: `${parts.join('\n\n')}\n`,
+    ...(failed ? { failure: firstLine(status) } : {}),
+  };
+}
+
+/** The status comment without its hidden marker. */
+function statusText(body: string): string {
+  return body.startsWith(STATUS_MARKER) ? body.slice(STATUS_MARKER.length).trim() : body.trim();
+}
+
+function firstLine(status: string): string {
+  return (status.split('\n')[0] ?? '').replace(/^🐸 \*\*frognano\*\*: /, '');
+}
+
+/** The pull request the run opened (as the status names it) or revised (the job's). */
+function pullRequestOf(f: RunFacts): { number: number; url: string } | undefined {
+  const opened = /opened draft pull request #(\d+) \((\S+)\)/.exec(f.statusBody ?? '');
+  if (opened && f.run.outcome === 'pull_request') {
+    return { number: Number(opened[1]), url: opened[2] as string };
+  }
+  if (f.run.outcome !== 'revision') return undefined;
+  const { owner, repo, issueNumber } = f.run.job;
+  return { number: issueNumber, url: `${f.serverUrl}/${owner}/${repo}/pull/${issueNumber}` };
+}
+
+function quote(text: string): string {
+  return text
+    .trim()
+    .split('\n')
+    .map((line) => `> ${line}`)
+    .join('\n');
+}
