@@ -4,11 +4,12 @@
 import { randomBytes } from 'node:crypto';
 import { appendFile } from 'node:fs/promises';
 
+/** The step's outputs (action.yml names the same four); empty strings when there is none. */
 export interface ActionOutputs {
   outcome: string;
-  'run-id'?: string;
-  'pr-number'?: number;
-  'pr-url'?: string;
+  'run-id': string;
+  'pr-number': string;
+  'pr-url': string;
 }
 
 /**
@@ -18,7 +19,7 @@ export interface ActionOutputs {
 export async function writeOutputs(file: string, outputs: ActionOutputs): Promise<void> {
   const lines: string[] = [];
   for (const [name, value] of Object.entries(outputs)) {
-    const text = value === undefined ? '' : String(value);
+    const text = String(value);
     let delimiter = `ghadelimiter_${randomBytes(16).toString('hex')}`;
     while (text.includes(delimiter)) delimiter = `ghadelimiter_${randomBytes(16).toString('hex')}`;
     lines.push(`${name}<<${delimiter}`, text, delimiter);

@@ -5,8 +5,6 @@
 import { STATUS_MARKER } from '../github/status-comment.js';
 import type { RunRecord } from '../queue/types.js';
 import type { IssueJob } from '../github/job.js';
-import type { RunResult } from '../runner/run-types.js';
-import { renderSummary } from '../commands/render-summary.js';
 import type { ActionOutputs } from './action-files.js';
 
 export interface ActionReport {
@@ -26,7 +24,7 @@ const HEADING = '## 🐸 frognano';
 export function ignoredReport(event: string, reason: string): ActionReport {
   return {
     exitCode: 0,
-    outputs: { outcome: 'ignored' },
+    outputs: outputsOf('ignored'),
     summary: `${HEADING}\n\nNothing to do for this \`${event}\` event: ${reason}.\n`,
   };
 }
@@ -36,7 +34,7 @@ export function answeredReport(outcome: string, comment: string | undefined): Ac
   const said = comment ? `\n\n${quote(comment)}\n` : '\n';
   return {
     exitCode: 0,
-    outputs: { outcome },
+    outputs: outputsOf(outcome),
     summary: `${HEADING}\n\nOutcome: \`${outcome}\`.${said}`,
   };
 }
@@ -47,7 +45,7 @@ export function intakeFailedReport(): ActionReport {
     'GitHub could not be asked whether the sender may start runs (the API failed or refused the token; see the log above)';
   return {
     exitCode: 1,
-    outputs: { outcome: 'intake_failed' },
+    outputs: outputsOf('intake_failed'),
     summary: `${HEADING}\n\n${failure}.\n`,
     failure,
   };
@@ -55,10 +53,9 @@ export function intakeFailedReport(): ActionReport {
 
 export interface RunFacts {
   run: RunRecord<IssueJob>;
-  result?: RunResult;
   statusBody?: string;
-  model?: string;
-  outDir: string;
+  /** The run's summary.md, when the pipeline ran. */
+  summaryMd?: string;
   serverUrl: string;
 }
 
@@ -69,25 +66,26 @@ export function runReport(f: RunFacts): ActionReport {
   const status = f.statusBody ? statusText(f.statusBody) : `The run ended \`${outcome}\`.`;
   const pr = pullRequestOf(f);
   const parts = [HEADING, status];
-  if (f.result) {
-    parts.push(
-      '---',
-      renderSummary(f.result, {
-        model: f.model,
-        outDir: f.outDir,
-        heading: `frognano run ${run.id}`,
-      }),
-    );
-  }
+  if (f.summaryMd) parts.push('---', f.summaryMd);
   return {
     exitCode: failed ? 1 : 0,
-    outputs: {
-      outcome,
-      'run-id': run.id,
-      ...(pr ? { 'pr-number': pr.number, 'pr-url': pr.url } : {}),
-    },
+    outputs: outputsOf(outcome, run.id, pr),
     summary: `${parts.join('\n\n')}\n`,
     ...(failed ? { failure: firstLine(status) } : {}),
+  };
+}
+
+/** All four outputs, empty when there is no run or no pull request. */
+function outputsOf(
+  outcome: string,
+  runId = '',
+  pr?: { number: number; url: string },
+): ActionOutputs {
+  return {
+    outcome,
+    'run-id': runId,
+    'pr-number': pr ? String(pr.number) : '',
+    'pr-url': pr?.url ?? '',
   };
 }
 

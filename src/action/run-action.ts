@@ -1,28 +1,16 @@
 // `frognano action`: one GitHub Actions event, handled in this process from start to end, with
 // the App's own parts (triggers, intake, queue, worker, pipeline, publishing). Exit 0 when the
-// event was handled, 1 when its run failed, 2 when the environment is not a workflow's.
+// event was handled, 1 when its run failed, 2 when the environment is not a workflow's. Only
+// what reading the environment and the event needs is loaded before the event turns out to be
+// ours: most events a workflow sees are not (a comment without a command, another label).
 import type { Logger } from 'pino';
-import { ConfigError, loadProcessConfig, type ProcessConfig } from '../config.js';
-import { AppConfigError, loadAppConfig, type AppConfig } from '../github/app-config.js';
-import type { AcceptedTrigger } from '../github/intake.js';
-import { STATUS_COMMENT_NOTE } from '../github/intake.js';
-import { decideTrigger, issueKey } from '../github/triggers.js';
-import { runOutDir } from '../github/worker.js';
-import { connectDocker } from '../sandbox/docker-engine.js';
-import { ensureSandboxImage } from '../sandbox/ensure-sandbox-image.js';
+import { ConfigError, loadProcessConfig } from '../config.js';
+import { AppConfigError, loadAppConfig } from '../github/app-config.js';
+import { decideTrigger } from '../github/triggers.js';
 import { ActionEnvError, readActionEnv, type ActionEnv } from './action-env.js';
 import { appendStepSummary, writeOutputs } from './action-files.js';
-import { actionGitHub, type ActionGitHub } from './action-github.js';
-import {
-  answeredReport,
-  ignoredReport,
-  intakeFailedReport,
-  runReport,
-  type ActionReport,
-} from './action-report.js';
-import { openSession, type ActionSession } from './action-session.js';
-import { watchCancel } from './remote-cancel.js';
-import { writeActionRunPage } from './run-page.js';
+import { ignoredReport, type ActionReport } from './action-report.js';
+import type { ActionSetup } from './action-setup.js';
 
 export interface RunActionOptions {
   env: NodeJS.ProcessEnv;
@@ -34,17 +22,10 @@ export interface RunActionOptions {
 }
 
 /** How often a running run looks for a cancel made by another workflow run (default 10 s). */
-const CANCEL_POLL_VARIABLE = 'FROGNANO_ACTION_CANCEL_POLL_SECONDS';
-
-interface Setup {
-  env: ActionEnv;
-  config: AppConfig;
-  processConfig: ProcessConfig;
-  cancelPollMs: number;
-}
+export const CANCEL_POLL_VARIABLE = 'FROGNANO_ACTION_CANCEL_POLL_SECONDS';
 
 export async function runAction(o: RunActionOptions): Promise<number> {
-  let setup: Setup;
+  let setup: ActionSetup;
   try {
     setup = readSetup(o.env, o.cwd ?? process.cwd());
   } catch (error) {
@@ -63,9 +44,9 @@ export async function runAction(o: RunActionOptions): Promise<number> {
   return report.exitCode;
 }
 
-function readSetup(processEnv: NodeJS.ProcessEnv, cwd: string): Setup {
+function readSetup(processEnv: NodeJS.ProcessEnv, cwd: string): ActionSetup {
   const env = readActionEnv(processEnv, cwd);
-  // The App's variables as the App reads them; the workflow's names the hosts and the directory.
+  // The App's variables as the App reads them; the workflow's name the hosts and the directory.
   const appEnv = {
     ...processEnv,
     APP_ID: undefined,
@@ -88,8 +69,8 @@ function readSetup(processEnv: NodeJS.ProcessEnv, cwd: string): Setup {
   return { env, config, processConfig, cancelPollMs: Math.round(seconds * 1000) };
 }
 
-async function handleEvent(setup: Setup, o: RunActionOptions): Promise<ActionReport> {
-  const { env, config, processConfig } = setup;
+async function handleEvent(setup: ActionSetup, o: RunActionOptions): Promise<ActionReport> {
+  const { env, config } = setup;
   // A workflow's payload names no installation of ours: the credential decides which it is.
   const payload = { ...env.payload, installation: { id: 0 } };
   const decision = decideTrigger(env.eventName, payload, { label: config.label });
@@ -97,126 +78,8 @@ async function handleEvent(setup: Setup, o: RunActionOptions): Promise<ActionRep
     o.log.info({ event: env.eventName, reason: decision.reason }, 'event ignored');
     return ignoredReport(env.eventName, decision.reason);
   }
-  const github = actionGitHub(env, {
-    log: o.log,
-    gitBaseUrl: config.gitBaseUrl,
-    ...(config.botIdentity ? { botIdentity: config.botIdentity } : {}),
-  });
-  const session = await openSession({
-    env,
-    config,
-    processConfig,
-    processEnv: o.env,
-    github,
-    decision,
-    log: o.log,
-  });
-  try {
-    return await decide(setup, session, github, decision, o);
-  } finally {
-    await session.close();
-  }
-}
-
-async function decide(
-  setup: Setup,
-  session: ActionSession,
-  github: ActionGitHub,
-  decision: AcceptedTrigger,
-  o: RunActionOptions,
-): Promise<ActionReport> {
-  const { env } = setup;
-  await session.intake.accept(env.deliveryId, decision);
-  await session.intake.idle();
-  const pending = await session.local.pendingDeliveries();
-  if (pending.some((p) => p.deliveryId === env.deliveryId)) return intakeFailedReport();
-  const run = await session.local.runForDelivery(env.deliveryId);
-  if (run?.state === 'queued') return runIt(setup, session, github, run.id, o);
-  return answeredReport(answerOutcome(session, decision), github.lastCommentBody());
-}
-
-function answerOutcome(session: ActionSession, decision: AcceptedTrigger): string {
-  if (decision.kind === 'cancel' && session.cancel.asked) {
-    return session.cancel.runId ? 'cancel_requested' : 'nothing_to_cancel';
-  }
-  if (decision.kind === 'use' && session.used) return 'use_answered';
-  return 'refused';
-}
-
-async function runIt(
-  setup: Setup,
-  session: ActionSession,
-  github: ActionGitHub,
-  runId: string,
-  o: RunActionOptions,
-): Promise<ActionReport> {
-  const { env, config } = setup;
-  const record = (await session.local.get(runId))!;
-  if (config.sandbox === 'docker') await prepareSandboxImage(setup, o.env, o.log);
-  const key = issueKey(record.job);
-  const issue = {
-    owner: record.job.owner,
-    repo: record.job.repo,
-    issueNumber: record.job.issueNumber,
-  };
-  const stop = () => session.workers.abort(runId);
-  o.signal?.addEventListener('abort', stop, { once: true });
-  const watch = watchCancel({
-    client: () => github.client(),
-    issue,
-    login: () => github.login(),
-    commentId: async () => {
-      const note = await session.local.getNote(key, STATUS_COMMENT_NOTE);
-      return note ? Number(note) : undefined;
-    },
-    since: () => github.firstAnswerAt(),
-    everyMs: setup.cancelPollMs,
-    onCancel: stop,
-    log: o.log,
-  });
-  try {
-    session.workers.start();
-    if (o.signal?.aborted) stop();
-    await session.workers.idle();
-  } finally {
-    o.signal?.removeEventListener('abort', stop);
-    await watch.stop();
-  }
-  const finished = (await session.local.get(runId)) ?? record;
-  const result = session.results.get(runId);
-  const outDir = runOutDir(config.dataDir, runId);
-  await writeActionRunPage(outDir, {
-    run: finished,
-    result,
-    model: setup.processConfig.FROGNANO_MODEL,
-  }).catch((error: unknown) => o.log.warn({ err: error }, 'run page not written'));
-  return runReport({
-    run: finished,
-    result,
-    statusBody: github.lastStatusBody(),
-    model: setup.processConfig.FROGNANO_MODEL,
-    outDir,
-    serverUrl: env.serverUrl,
-  });
-}
-
-/** The default sandbox image, built when this runner has none yet (as `frognano start` does). */
-async function prepareSandboxImage(
-  setup: Setup,
-  env: NodeJS.ProcessEnv,
-  log: Logger,
-): Promise<void> {
-  try {
-    await ensureSandboxImage({
-      docker: connectDocker(env),
-      image: setup.processConfig.FROGNANO_SANDBOX_IMAGE,
-      env,
-      progress: (line) => log.info({ line }, 'sandbox image'),
-    });
-  } catch (error) {
-    // The run's sandbox phase then fails with the engine's own words in the status comment.
-    log.error({ err: error }, 'the sandbox image could not be made ready');
-  }
+  const { handleTrigger } = await import('./handle-trigger.js');
+  return handleTrigger(setup, decision, o);
 }
 
 async function publishReport(env: ActionEnv, report: ActionReport, o: RunActionOptions) {
