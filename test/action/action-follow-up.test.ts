@@ -3,6 +3,7 @@
 // `/frognano`. Nothing of the first run's data directory is there: the second learns the pull
 // request is the bot's, which issue it answers and where it started from GitHub alone.
 import { afterEach, describe, expect, it } from 'vitest';
+import { ATTEMPTS_NOT_KEPT } from '../../src/action/action-use.js';
 import { finalAnswer, toolCall, type ScriptStep } from '../support/scripted-model-server.js';
 import { PYTHON, REPO_PATH } from '../github/helpers/app-harness.js';
 import { commentPayload, reviewPayload } from '../github/helpers/payloads.js';
@@ -10,6 +11,7 @@ import { startActionHarness, type ActionHarness } from './helpers/action-harness
 import {
   ACTIONS_BOT,
   MAINTAINER,
+  mockActionsIdentity,
   mockPermissions,
   mockStatusThread,
   mockTriggerReactions,
@@ -158,6 +160,28 @@ describe('frognano action: follow-ups on the bot pull request', () => {
     expect(h.gh.comments).toEqual([
       `Sorry @${MAINTAINER.login}, frognano only revises the draft pull requests it opened for an issue, and this pull request is not one of them.`,
     ]);
+    expect(h.model.chatRequests).toEqual([]);
+  }, 60_000);
+
+  it('/frognano use K answers in one line that the attempts are not kept', async () => {
+    harness = await startActionHarness();
+    const h = harness;
+    mockPermissions(h.gh);
+    mockTriggerReactions(h.gh);
+    mockActionsIdentity(h.gh);
+    mockStatusThread(h.gh, 7);
+    mockBotPullRequest(
+      h.gh,
+      { number: 7, head: h.base, base: h.base, body: '', createdAt: new Date().toISOString() },
+      { title: ISSUE.issueTitle, body: ISSUE.issueBody },
+    );
+
+    const run = await h.run('issue_comment', pullComment('/frognano use 2'));
+
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.outputs).toMatchObject({ outcome: 'use_answered', 'run-id': '' });
+    expect(h.gh.comments).toEqual([`@${MAINTAINER.login}, ${ATTEMPTS_NOT_KEPT}`]);
+    expect(h.gh.reactions).toEqual(['eyes']);
     expect(h.model.chatRequests).toEqual([]);
   }, 60_000);
 });
