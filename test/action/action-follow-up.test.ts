@@ -4,12 +4,10 @@
 // request is the bot's, which issue it answers and where it started from GitHub alone.
 import { afterEach, describe, expect, it } from 'vitest';
 import { ATTEMPTS_NOT_KEPT } from '../../src/action/action-use.js';
-import { finalAnswer, toolCall, type ScriptStep } from '../support/scripted-model-server.js';
 import { PYTHON, REPO_PATH } from '../github/helpers/app-harness.js';
-import { commentPayload, reviewPayload } from '../github/helpers/payloads.js';
+import { commentPayload } from '../github/helpers/payloads.js';
 import { startActionHarness, type ActionHarness } from './helpers/action-harness.js';
 import {
-  ACTIONS_BOT,
   MAINTAINER,
   mockActionsIdentity,
   mockPermissions,
@@ -17,41 +15,14 @@ import {
   mockTriggerReactions,
 } from './helpers/action-github.js';
 import { mockBotPullRequest, type IssueEdit } from './helpers/bot-pull-request.js';
-import {
-  expectStrictGitHub,
-  fixScript,
-  git,
-  ISSUE,
-  labelOpensOnePullRequest,
-  type FirstRun,
-} from './helpers/label-run.js';
+import { DOCSTRING, followUpTask, reviewAddsOneCommit } from './helpers/follow-up-run.js';
+import { fixScript, ISSUE, labelOpensOnePullRequest, type FirstRun } from './helpers/label-run.js';
 
 let harness: ActionHarness | undefined;
 afterEach(async () => {
   await harness?.stop();
   harness = undefined;
 });
-
-const DOCSTRING: ScriptStep[] = [
-  toolCall('Edit', {
-    file_path: 'calc.py',
-    old_string: 'def add(a, b):\n',
-    new_string: 'def add(a, b):\n    """Return a + b."""\n',
-  }),
-  finalAnswer('Documented add().'),
-];
-
-/** The review a maintainer submits on PR #7, as the runner hands it to the workflow. */
-function review(first: FirstRun, body = '/frognano Please document add().') {
-  const payload = reviewPayload({
-    sender: MAINTAINER,
-    headSha: first.head,
-    body,
-    state: 'changes_requested',
-  });
-  delete payload.installation;
-  return payload;
-}
 
 async function firstRun(): Promise<{ h: ActionHarness; first: FirstRun }> {
   const h = await startActionHarness({ script: [...fixScript(PYTHON), ...DOCSTRING] });
@@ -60,56 +31,10 @@ async function firstRun(): Promise<{ h: ActionHarness; first: FirstRun }> {
   return { h, first };
 }
 
-/** The follow-up's first request to the model: its task text. */
-function followUpTask(h: ActionHarness): string {
-  const request = h.model.chatRequests.find((r) =>
-    String(r.body?.messages?.[1]?.content).includes('previous attempt'),
-  );
-  return String(request?.body?.messages?.[1]?.content);
-}
-
 describe('frognano action: follow-ups on the bot pull request', () => {
   it('a review with /frognano on a fresh runner adds one commit to the branch', async () => {
     const { h, first } = await firstRun();
-    const thread = mockStatusThread(h.gh, 7);
-    const writes = mockBotPullRequest(
-      h.gh,
-      { number: 7, head: first.head, base: h.base, body: first.prBody, createdAt: first.createdAt },
-      { title: ISSUE.issueTitle, body: ISSUE.issueBody },
-    );
-    const calls = h.gh.calls.length;
-
-    const run = await h.run('pull_request_review', review(first));
-
-    expect(run.code, run.stderr).toBe(0);
-    expect(run.outputs).toMatchObject({
-      outcome: 'revision',
-      'pr-number': '7',
-      'pr-url': `${h.git.url}/Codertocat/Hello-World/pull/7`,
-    });
-    // One new commit on top of the first, by the bot, with the docstring.
-    const head = git(h, 'rev-parse', 'refs/heads/frognano/issue-1').trim();
-    expect(git(h, 'rev-parse', `${head}^`).trim()).toBe(first.head);
-    expect(git(h, 'rev-list', '--count', `${h.base}..${head}`).trim()).toBe('2');
-    expect(git(h, 'show', `${head}:calc.py`)).toContain('"""Return a + b."""');
-    expect(git(h, 'log', '-1', '--format=%an%n%s', head)).toContain(
-      `${ACTIONS_BOT}\nfrognano: revision 2: add() subtracts instead of adding (#1)`,
-    );
-    // Briefed from GitHub: the issue (sanitized), the previous diff against the base, the feedback.
-    const task = followUpTask(h);
-    expect(task.startsWith('add() subtracts instead of adding\n\n`add(2, 3)` returns -1')).toBe(
-      true,
-    );
-    expect(task).not.toContain('SYSTEM');
-    expect(task).toContain('-    return a - b\n+    return a + b');
-    expect(task).toContain('Please document add().');
-    // The PR body gained the revision; the status comment on the PR says so.
-    expect(writes.bodies.at(-1)).toContain('### Revision 2 (latest)');
-    expect(thread.comment?.body).toContain(`pushed revision 2 to this pull request: ${head}.`);
-    expect(run.summary).toContain('pushed revision 2');
-    const followUpCalls = h.gh.calls.slice(calls);
-    expect(followUpCalls).toContain(`GET ${REPO_PATH}/compare/${h.base}...${first.head}`);
-    expectStrictGitHub(h);
+    await reviewAddsOneCommit(h, first);
   }, 180_000);
 
   it('an issue edited by a reader after the pull request opened is not shown to the model', async () => {
