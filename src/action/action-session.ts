@@ -3,6 +3,7 @@
 // through the API, the polite line, the status comment), and a WorkerPool of one that runs the
 // pipeline and publishes, exactly as `frognano start` does. Only what must outlive the workflow
 // run is answered from GitHub (action-queue.ts).
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { modelConfigFrom } from '../commands/model-config-from.js';
 import { modelFleetFrom } from '../commands/model-fleet-from.js';
@@ -17,6 +18,7 @@ import { WorkerPool, type RunPipelineFn } from '../github/worker.js';
 import type { ModelFleet } from '../model-fleet/fleet.js';
 import { lockDataDir } from '../queue/data-dir-lock.js';
 import { openQueue } from '../queue/open-queue.js';
+import { pruneRetention } from '../queue/retention.js';
 import type { Queue } from '../queue/types.js';
 import { runPipeline } from '../runner/run.js';
 import type { RunResult } from '../runner/run-types.js';
@@ -72,6 +74,13 @@ export async function openSession(d: SessionDeps): Promise<ActionSession> {
     throw error;
   }
   await endLeftovers(local, log);
+  // A data directory kept with a cache would otherwise only grow.
+  await pruneRetention({
+    queue: local,
+    trajectoriesDir: join(config.dataDir, 'trajectories'),
+    retentionDays: config.retentionDays,
+    log,
+  });
   const cancel: ActionSession['cancel'] = { asked: false };
   const queue = actionQueue(local, {
     recover: () => recoverRecord(d),
