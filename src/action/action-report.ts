@@ -6,6 +6,7 @@ import { STATUS_MARKER } from '../github/status-comment.js';
 import type { RunRecord } from '../queue/types.js';
 import type { IssueJob } from '../github/job.js';
 import type { ActionOutputs } from './action-files.js';
+import { redactSecrets } from '../redact.js';
 
 export interface ActionReport {
   exitCode: 0 | 1;
@@ -47,6 +48,18 @@ export function intakeFailedReport(): ActionReport {
     exitCode: 1,
     outputs: outputsOf('intake_failed'),
     summary: `${HEADING}\n\n${failure}.\n`,
+    failure,
+  };
+}
+
+/** Something this process did not foresee stopped it (a bug, the data directory busy, …). */
+export function crashedReport(error: unknown): ActionReport {
+  const message = error instanceof Error ? error.message || error.name : String(error);
+  const failure = `stopped by an unexpected error: ${redactSecrets(message.split('\n')[0] ?? '')}`;
+  return {
+    exitCode: 1,
+    outputs: outputsOf('internal_error'),
+    summary: `${HEADING}\n\n${failure}\n`,
     failure,
   };
 }

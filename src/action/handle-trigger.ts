@@ -85,9 +85,14 @@ async function runIt(
   const { config, processConfig } = setup;
   const record = (await session.local.get(runId))!;
   if (config.sandbox === 'docker') await prepareSandboxImage(setup, o.env, o.log);
-  const stop = () => session.workers.abort(runId);
-  o.signal?.addEventListener('abort', stop, { once: true });
   const key = issueKey(record.job);
+  // Also through the queue's flag: a run being claimed right now is not abortable yet, and the
+  // worker's own poll then stops it (a queued one is cancelled at once).
+  const stop = () => {
+    session.workers.abort(runId);
+    session.local.requestCancel(key).catch(() => undefined);
+  };
+  o.signal?.addEventListener('abort', stop, { once: true });
   const watch = watchCancel({
     client: () => github.client(),
     issue: { owner: record.job.owner, repo: record.job.repo, issueNumber: record.job.issueNumber },

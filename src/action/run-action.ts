@@ -9,7 +9,7 @@ import { AppConfigError, loadAppConfig } from '../github/app-config.js';
 import { decideTrigger } from '../github/triggers.js';
 import { ActionEnvError, readActionEnv, type ActionEnv } from './action-env.js';
 import { appendStepSummary, writeOutputs } from './action-files.js';
-import { ignoredReport, type ActionReport } from './action-report.js';
+import { crashedReport, ignoredReport, type ActionReport } from './action-report.js';
 import type { ActionSetup } from './action-setup.js';
 
 export interface RunActionOptions {
@@ -39,7 +39,18 @@ export async function runAction(o: RunActionOptions): Promise<number> {
     o.stderr(`frognano: ${error.message.split('\n').join('; ')}`);
     return 2;
   }
-  const report = await handleEvent(setup, o);
+  let report: ActionReport;
+  try {
+    report = await handleEvent(setup, o);
+  } catch (error) {
+    if (error instanceof ActionEnvError) {
+      o.stderr(`frognano: ${error.message}`);
+      return 2;
+    }
+    // Not the environment's fault: the run could not be done (exit 1), said in one line.
+    o.log.error({ err: error }, 'frognano action failed');
+    report = crashedReport(error);
+  }
   await publishReport(setup.env, report, o);
   return report.exitCode;
 }
@@ -77,6 +88,13 @@ async function handleEvent(setup: ActionSetup, o: RunActionOptions): Promise<Act
   if (decision.kind === 'ignore') {
     o.log.info({ event: env.eventName, reason: decision.reason }, 'event ignored');
     return ignoredReport(env.eventName, decision.reason);
+  }
+  const mine = `${env.owner}/${env.repo}`.toLowerCase();
+  const theirs = `${decision.owner}/${decision.repo}`.toLowerCase();
+  if (mine !== theirs) {
+    throw new ActionEnvError(
+      `GITHUB_REPOSITORY (${env.owner}/${env.repo}) is not the event's repository (${decision.owner}/${decision.repo})`,
+    );
   }
   const { handleTrigger } = await import('./handle-trigger.js');
   return handleTrigger(setup, decision, o);

@@ -4,7 +4,7 @@
 // pipeline. Every workflow run gets a fresh RUNNER_TEMP.
 import examples from '@octokit/webhooks-examples';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PYTHON } from '../github/helpers/app-harness.js';
+import { PYTHON, REPO_PATH } from '../github/helpers/app-harness.js';
 import { commentPayload, labeledPayload } from '../github/helpers/payloads.js';
 import { startActionHarness, type ActionHarness } from './helpers/action-harness.js';
 import {
@@ -110,6 +110,26 @@ describe('frognano action', () => {
     expectStrictGitHub(harness);
   }, 90_000);
 
+  it('a permission check GitHub refuses exits 1 and says so, with no run', async () => {
+    harness = await startActionHarness();
+    harness.gh.intercept({
+      method: 'GET',
+      path: `${REPO_PATH}/collaborators/Codertocat/permission`,
+      status: 403,
+      auth: 'installation',
+      reply: () => ({ message: 'Resource not accessible by integration' }),
+    });
+    const run = await harness.run('issues', labeled());
+    expect(run.code, run.stderr).toBe(1);
+    expect(run.outputs.outcome).toBe('intake_failed');
+    expect(run.stderr.trim().split('\n').at(-1)).toMatch(
+      /^frognano: GitHub could not be asked whether the sender may start runs/,
+    );
+    expect(run.summary).toContain('GitHub could not be asked whether the sender may start runs');
+    expect(harness.model.requests).toEqual([]);
+    expectStrictGitHub(harness);
+  }, 60_000);
+
   it('a missing GITHUB_EVENT_PATH exits 2 with one line naming it', async () => {
     harness = await startActionHarness();
     const run = await harness.run('issues', labeled(), { GITHUB_EVENT_PATH: undefined });
@@ -130,6 +150,10 @@ describe('frognano action', () => {
     [{ APP_ID: '1' }, 'PRIVATE_KEY is not set, but APP_ID is'],
     [{ FROGNANO_SANDBOX: 'vm' }, 'FROGNANO_SANDBOX must be docker or local (got "vm")'],
     [{ GITHUB_API_URL: 'api.github.com' }, 'GITHUB_API_URL must be an http(s) URL'],
+    [
+      { GITHUB_REPOSITORY: 'someone/else' },
+      "GITHUB_REPOSITORY (someone/else) is not the event's repository (Codertocat/Hello-World)",
+    ],
   ])(
     'a bad environment (%o) exits 2 with one line',
     async (env, line) => {
