@@ -103,6 +103,33 @@ Exit codes:
   });
 
 program
+  .command('action')
+  .description(
+    'Handle one GitHub Actions event (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH) as the App would: triggers, permission check, run, draft PR',
+  )
+  .addHelpText(
+    'after',
+    `
+Reads the workflow's environment (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, GITHUB_REPOSITORY,
+GITHUB_API_URL, GITHUB_SERVER_URL, GITHUB_TOKEN or APP_ID and PRIVATE_KEY, RUNNER_TEMP) and
+every FROGNANO_* variable of the App; writes GITHUB_OUTPUT (outcome, run-id, pr-number, pr-url)
+and GITHUB_STEP_SUMMARY.
+
+Exit codes:
+  0    the event was handled: a draft pull request or a follow-up commit, a refusal,
+       a cancel, an answer, or nothing to do
+  1    the run failed (the reason is in the status comment, the step summary and on stderr)
+  2    the environment is not a workflow's: one line names the missing or bad variable`,
+  )
+  .action(async () => {
+    const { actionCommand } = await import('./commands/action.js');
+    process.exitCode = await actionCommand({
+      env: process.env,
+      stderr: (line) => process.stderr.write(`${line}\n`),
+    });
+  });
+
+program
   .command('doctor')
   .description(
     'Check credentials, GitHub, the model, Docker, the sandbox image, the data directory and the queue (exit 1 when something blocks runs)',

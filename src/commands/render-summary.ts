@@ -16,12 +16,14 @@ export interface SummaryMeta {
   model?: string;
   /** Where summary.md is written: the attempts' files are named relative to it. */
   outDir?: string;
+  /** The top heading's text (default `frognano solve`; `frognano action` names its run). */
+  heading?: string;
 }
 
 const TAIL_CHARS = 6000;
 
 export function renderSummary(result: RunResult, meta: SummaryMeta = {}): string {
-  const lines: string[] = ['# frognano solve', ''];
+  const lines: string[] = [`# ${meta.heading ?? 'frognano solve'}`, ''];
   lines.push(`- Outcome: ${result.outcome}${result.error ? ` (${oneLine(result.error)})` : ''}`);
   if (result.exitReason) {
     lines.push(`- Exit reason: ${result.exitReason}${result.partial ? ' (partial work)' : ''}`);

@@ -6,6 +6,7 @@ export { runPageHandler, runPageUrl, liveUpdate } from './run-page-handler.js';
 export {
   attemptTrajectoryName,
   filesIn,
+  readAttemptTrajectories,
   RUN_RECORD_FILE,
   recordingRunResults,
   readRunRecord,

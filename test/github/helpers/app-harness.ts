@@ -225,14 +225,15 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
 
 /** One mocked GitHub endpoint, served by nock or by the loopback fake (`FakeGitHub`). */
 export interface Intercept {
-  method: 'GET' | 'POST' | 'PATCH';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   path: string | RegExp;
   /** Exact query parameters required (omitted: any query). */
   query?: Record<string, string | number>;
   /** The request body must satisfy this. */
   body?: (body: Record<string, unknown>) => boolean;
   status: number;
-  reply: (body: Record<string, unknown>) => unknown;
+  /** The reply, given the request body and its path (e.g. the id at the end of a DELETE). */
+  reply: (body: Record<string, unknown>, path: string) => unknown;
   /** Answer every matching request (and be "used" after the first); default: exactly `times`. */
   persist?: boolean;
   times?: number;
@@ -320,13 +321,13 @@ function nockBackend(mock: Omit<GitHubMock, 'intercept'>): (spec: Intercept) => 
     if (spec.query) i = i.query(spec.query);
     else i = i.query(true);
     i = i.times(spec.times ?? 1);
-    i.reply(function (_uri: string, body: unknown) {
+    i.reply(function (uri: string, body: unknown) {
       const header = this.req.headers.authorization as string | undefined;
       const what = `${spec.method} ${this.req.path.split('?')[0]}`;
       if (!checkAuth(mock, spec, what, header)) return [401, BAD_CREDENTIALS];
       return [
         spec.status,
-        spec.reply((body ?? {}) as Record<string, unknown>) as nock.Body,
+        spec.reply((body ?? {}) as Record<string, unknown>, uri.split('?')[0] ?? uri) as nock.Body,
         spec.headers ?? {},
       ];
     });
@@ -390,7 +391,7 @@ export async function startFakeGitHub(mock: GitHubMock): Promise<FakeGitHub> {
         return;
       }
       const headers = { 'content-type': 'application/json', ...route.headers };
-      const reply = route.reply(body);
+      const reply = route.reply(body, url.pathname);
       const rawReply = typeof reply === 'string' && !headers['content-type'].includes('json');
       res.writeHead(route.status, headers).end(rawReply ? reply : JSON.stringify(reply));
     });

@@ -1,0 +1,236 @@
+// The App's own parts, put together for one workflow run: the SQLite queue in the data directory
+// (RUNNER_TEMP/frognano, empty on a fresh runner), Intake (triggers, the sender's permission
+// through the API, the polite line, the status comment), and a WorkerPool of one that runs the
+// pipeline and publishes, exactly as `frognano start` does. Only what must outlive the workflow
+// run is answered from GitHub (action-queue.ts).
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { modelConfigFrom } from '../commands/model-config-from.js';
+import { modelFleetFrom } from '../commands/model-fleet-from.js';
+import type { ProcessConfig } from '../config.js';
+import type { AppConfig } from '../github/app-config.js';
+import { Intake, type AcceptedTrigger } from '../github/intake.js';
+import type { IssueJob } from '../github/job.js';
+import { KeyedLock } from '../github/keyed-lock.js';
+import { issueNumberOfBranch } from '../github/revision-record.js';
+import { issueKey } from '../github/triggers.js';
+import { WorkerPool, type RunPipelineFn } from '../github/worker.js';
+import type { ModelFleet } from '../model-fleet/fleet.js';
+import { lockDataDir } from '../queue/data-dir-lock.js';
+import { openQueue } from '../queue/open-queue.js';
+import { pruneRetention } from '../queue/retention.js';
+import type { Queue } from '../queue/types.js';
+import { runPipeline } from '../runner/run.js';
+import type { RunResult } from '../runner/run-types.js';
+import { recordingRunResults } from '../web/index.js';
+import type { ActionEnv } from './action-env.js';
+import type { ActionGitHub } from './action-github.js';
+import { actionQueue } from './action-queue.js';
+import { actionUseHandler } from './action-use.js';
+import { recoverPublishedAttempt } from './recover-attempt.js';
+import { requestRemoteCancel } from './remote-cancel.js';
+
+export interface ActionSession {
+  /** The queue as intake and the worker see it. */
+  queue: Queue<IssueJob>;
+  /** The data directory's own queue (what this process wrote). */
+  local: Queue<IssueJob>;
+  intake: Intake;
+  workers: WorkerPool;
+  /** Each run's result, by run id, as the pipeline returned it. */
+  results: Map<string, RunResult>;
+  /** Whether intake asked to cancel (only after the sender's permission check), and what. */
+  cancel: { asked: boolean; runId?: string };
+  /** Whether intake answered `/frognano use` (only after the permission check). */
+  readonly used: boolean;
+  close(): Promise<void>;
+}
+
+export interface SessionDeps {
+  env: ActionEnv;
+  config: AppConfig;
+  processConfig: ProcessConfig;
+  processEnv: NodeJS.ProcessEnv;
+  github: ActionGitHub;
+  decision: AcceptedTrigger;
+  log: Logger;
+}
+
+export async function openSession(d: SessionDeps): Promise<ActionSession> {
+  const { config, log } = d;
+  const lock = lockDataDir(config.dataDir, ['intake', 'worker'], 'action');
+  let local: Queue<IssueJob>;
+  try {
+    // The workflow's own queue: a shared Redis queue has no place in a workflow run.
+    const env = { ...d.processEnv, FROGNANO_REDIS_URL: undefined };
+    local = await openQueue<IssueJob>({
+      env,
+      dataDir: config.dataDir,
+      concurrency: 1,
+      worker: true,
+    });
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
+  await endLeftovers(local, log);
+  // A data directory kept with a cache would otherwise only grow.
+  await pruneRetention({
+    queue: local,
+    trajectoriesDir: join(config.dataDir, 'trajectories'),
+    retentionDays: config.retentionDays,
+    log,
+  });
+  const cancel: ActionSession['cancel'] = { asked: false };
+  const queue = actionQueue(local, {
+    recover: () => recoverRecord(d),
+    cancelRemote: async (key) => {
+      cancel.asked = true;
+      const target = { owner: d.decision.owner, repo: d.decision.repo };
+      const issue = { ...target, issueNumber: d.decision.issueNumber };
+      cancel.runId = await requestRemoteCancel(
+        await d.github.client(),
+        issue,
+        await d.github.login(),
+      );
+      log.info({ key, runId: cancel.runId }, 'cancel asked of the run in another workflow run');
+      return cancel.runId;
+    },
+    job: jobOf(d.decision),
+  });
+  const results = new Map<string, RunResult>();
+  const fleet = modelFleetFrom(d.processConfig, d.processEnv, { log });
+  const workers = new WorkerPool(workerDeps(d, queue, fleet, results));
+  const use = actionUseHandler({
+    ...d,
+    queue,
+    dataDir: config.dataDir,
+    gitBaseUrl: config.gitBaseUrl,
+  });
+  const answered = { used: false };
+  const intake = new Intake({
+    queue,
+    auth: () => d.github.client(),
+    log,
+    lock: sharedLock,
+    onEnqueued: () => workers.kick(),
+    // One event per process: a failed decision is not tried again here (the workflow fails).
+    retryMs: 2 ** 31 - 1,
+    onUse: async (decision, octokit) => {
+      answered.used = true;
+      return use(decision, octokit);
+    },
+  });
+  const session: ActionSession = {
+    queue,
+    local,
+    intake,
+    workers,
+    results,
+    cancel,
+    get used() {
+      return answered.used;
+    },
+    async close() {
+      await intake.stop();
+      await workers.stop();
+      await fleet.close();
+      await local.close();
+      lock.release();
+    },
+  };
+  return session;
+}
+
+/** Intake and the worker share the status comment's lock, as in the App. */
+const sharedLock = new KeyedLock();
+
+function workerDeps(
+  d: SessionDeps,
+  queue: Queue<IssueJob>,
+  fleet: ModelFleet,
+  results: Map<string, RunResult>,
+): ConstructorParameters<typeof WorkerPool>[0] {
+  const { config, processConfig, log } = d;
+  const pipeline: RunPipelineFn = recordingRunResults(
+    async (request) => {
+      const result = await runPipeline(request, {
+        modelConfig: modelConfigFrom(processConfig),
+        fleet,
+        env: d.processEnv,
+        dataDir: config.dataDir,
+        logger: log,
+        handleSignals: false,
+      });
+      results.set(request.runId, result);
+      return result;
+    },
+    processConfig.FROGNANO_MODEL,
+    (error) => log.warn({ err: error }, 'run.json write failed'),
+  );
+  return {
+    queue,
+    auth: () => d.github.client(),
+    mintInstallationToken: () => d.github.mintToken(),
+    runPipeline: pipeline,
+    botIdentity: () => d.github.identity(),
+    lock: sharedLock,
+    log,
+    gitBaseUrl: config.gitBaseUrl,
+    dataDir: config.dataDir,
+    sandbox: config.sandbox,
+    statusThrottleMs: config.statusThrottleMs,
+    publicUrl: config.publicUrl,
+    pollMs: 1000,
+    artifactTtlSeconds: config.retentionDays * 24 * 3600,
+  };
+}
+
+/**
+ * A data directory kept between workflow runs (a cache) may hold runs a killed workflow run
+ * left unfinished: they are not this event's, and must not run here.
+ */
+async function endLeftovers(queue: Queue<IssueJob>, log: Logger): Promise<void> {
+  const left = [...(await queue.list('queued')), ...(await queue.list('running'))];
+  for (const run of left) {
+    await queue.finish(run.id, 'failed', {
+      outcome: 'interrupted',
+      summary: 'left by an earlier workflow run',
+    });
+  }
+  for (const delivery of await queue.pendingDeliveries()) {
+    await queue.completeDelivery(delivery.deliveryId);
+  }
+  if (left.length > 0) log.warn({ runs: left.length }, 'ended runs an earlier workflow run left');
+}
+
+/** The record of the event's pull request, when it is the bot's (recover-attempt.ts). */
+async function recoverRecord(d: SessionDeps) {
+  if (!d.decision.pullRequest) return undefined;
+  const attempt = await recoverPublishedAttempt(await d.github.client(), {
+    owner: d.decision.owner,
+    repo: d.decision.repo,
+    prNumber: d.decision.issueNumber,
+    bot: await d.github.login(),
+  });
+  const issueNumber = attempt ? issueNumberOfBranch(attempt.branch) : undefined;
+  if (!attempt || issueNumber === undefined) return undefined;
+  const key = issueKey({ owner: d.decision.owner, repo: d.decision.repo, issueNumber });
+  return { key, attempt };
+}
+
+/** The event's trigger as a job record (a cancelled remote run is shown with it). */
+function jobOf(t: AcceptedTrigger): IssueJob {
+  return {
+    installationId: t.installationId,
+    owner: t.owner,
+    repo: t.repo,
+    issueNumber: t.issueNumber,
+    issueTitle: t.issueTitle,
+    issueText: '',
+    defaultBranch: t.defaultBranch,
+    sender: t.sender,
+    source: 'retry',
+    deliveryId: '',
+  };
+}

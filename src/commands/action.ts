@@ -1,0 +1,30 @@
+// `frognano action`: the bot as a GitHub Actions step (src/action/). The workflow run being
+// cancelled (the runner sends SIGINT, then SIGTERM) stops the run as a cancel does; a second
+// signal leaves at once.
+import { createLogger } from '../log.js';
+import { runAction } from '../action/run-action.js';
+
+export async function actionCommand(io: {
+  env: NodeJS.ProcessEnv;
+  stderr: (line: string) => void;
+}): Promise<number> {
+  const controller = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (controller.signal.aborted) process.exit(130);
+    io.stderr(`frognano: ${signal}: stopping the run`);
+    controller.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    return await runAction({
+      env: io.env,
+      log: createLogger({ level: io.env.LOG_LEVEL }),
+      stderr: io.stderr,
+      signal: controller.signal,
+    });
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
