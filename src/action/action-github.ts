@@ -7,8 +7,12 @@
 import { Probot, type ProbotOctokit } from 'probot';
 import type { Logger } from 'pino';
 import { appOctokit, type GitHubClient } from '../github/octokit.js';
-import { noreplyDomainFor, resolveBotIdentity, type BotIdentity } from '../github/publish.js';
-import { STATUS_MARKER } from '../github/status-comment.js';
+import {
+  noreplyDomainFor,
+  resolveBotIdentity,
+  type BotIdentity,
+} from '../github/publishing/index.js';
+import { STATUS_MARKER } from '../github/status/index.js';
 import { registerSecret } from '../redact.js';
 import type { ActionEnv } from './action-env.js';
 

@@ -6,7 +6,7 @@
 // through the bot's status comment (remote-cancel.ts).
 import type { Queue, RunRecord } from '../queue/types.js';
 import type { IssueJob } from '../github/job.js';
-import { REVISION_NOTE, type PublishedAttempt } from '../github/revision-record.js';
+import { REVISION_NOTE, type PublishedAttempt } from '../github/publishing/index.js';
 
 export interface ActionQueueDeps {
   /** The record of the event's pull request, recovered from GitHub (asked at most once). */

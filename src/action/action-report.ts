@@ -2,7 +2,7 @@
 // step summary (the status comment's words, then the run's summary.md) and, for a failure, one
 // line for the log. Exit 0: handled (a pull request or a follow-up commit, a refusal, nothing to
 // do); 1: the run failed, or GitHub could not be asked whether the sender may start runs.
-import { STATUS_MARKER } from '../github/status-comment.js';
+import { STATUS_MARKER } from '../github/status/index.js';
 import type { RunRecord } from '../queue/types.js';
 import type { IssueJob } from '../github/job.js';
 import type { ActionOutputs } from './action-files.js';

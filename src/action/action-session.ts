@@ -3,18 +3,17 @@
 // through the API, the polite line, the status comment), and a WorkerPool of one that runs the
 // pipeline and publishes, exactly as `frognano start` does. Only what must outlive the workflow
 // run is answered from GitHub (action-queue.ts).
-import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { modelConfigFrom } from '../commands/model-config-from.js';
 import { modelFleetFrom } from '../commands/model-fleet-from.js';
 import type { ProcessConfig } from '../config.js';
 import type { AppConfig } from '../github/app-config.js';
-import { Intake, type AcceptedTrigger } from '../github/intake.js';
-import type { IssueJob } from '../github/job.js';
+import { Intake, type AcceptedTrigger } from '../github/intake/index.js';
+import { issueKey, type IssueJob } from '../github/job.js';
 import { KeyedLock } from '../github/keyed-lock.js';
-import { issueNumberOfBranch } from '../github/revision-record.js';
-import { issueKey } from '../github/triggers.js';
-import { WorkerPool, type RunPipelineFn } from '../github/worker.js';
+import { issueNumberOfBranch } from '../github/publishing/index.js';
+import { createWorkerPool, type WorkerDeps } from '../github/create-worker-pool.js';
+import type { RunPipelineFn, WorkerPool } from '../runs/index.js';
 import type { ModelFleet } from '../model-fleet/fleet.js';
 import { lockDataDir } from '../queue/data-dir-lock.js';
 import { openQueue } from '../queue/open-queue.js';
@@ -23,6 +22,7 @@ import type { Queue } from '../queue/types.js';
 import { runPipeline } from '../runner/run.js';
 import type { RunResult } from '../runner/run-types.js';
 import { recordingRunResults } from '../web/index.js';
+import { dataPaths } from '../data-dir.js';
 import type { ActionEnv } from './action-env.js';
 import type { ActionGitHub } from './action-github.js';
 import { actionQueue } from './action-queue.js';
@@ -36,7 +36,7 @@ export interface ActionSession {
   /** The data directory's own queue (what this process wrote). */
   local: Queue<IssueJob>;
   intake: Intake;
-  workers: WorkerPool;
+  workers: WorkerPool<IssueJob>;
   /** Each run's result, by run id, as the pipeline returned it. */
   results: Map<string, RunResult>;
   /** Whether intake asked to cancel (only after the sender's permission check), and what. */
@@ -77,7 +77,7 @@ export async function openSession(d: SessionDeps): Promise<ActionSession> {
   // A data directory kept with a cache would otherwise only grow.
   await pruneRetention({
     queue: local,
-    trajectoriesDir: join(config.dataDir, 'trajectories'),
+    trajectoriesDir: dataPaths.trajectoriesDir(config.dataDir),
     retentionDays: config.retentionDays,
     log,
   });
@@ -100,7 +100,7 @@ export async function openSession(d: SessionDeps): Promise<ActionSession> {
   });
   const results = new Map<string, RunResult>();
   const fleet = modelFleetFrom(d.processConfig, d.processEnv, { log });
-  const workers = new WorkerPool(workerDeps(d, queue, fleet, results));
+  const workers = createWorkerPool(workerDeps(d, queue, fleet, results));
   const use = actionUseHandler({
     ...d,
     queue,
@@ -150,7 +150,7 @@ function workerDeps(
   queue: Queue<IssueJob>,
   fleet: ModelFleet,
   results: Map<string, RunResult>,
-): ConstructorParameters<typeof WorkerPool>[0] {
+): WorkerDeps {
   const { config, processConfig, log } = d;
   const pipeline: RunPipelineFn = recordingRunResults(
     async (request) => {

@@ -4,10 +4,10 @@
 // workflow run being cancelled (a signal), stops the run.
 import type { Logger } from 'pino';
 import { renderSummary } from '../commands/render-summary.js';
-import type { AcceptedTrigger } from '../github/intake.js';
-import { STATUS_COMMENT_NOTE } from '../github/intake.js';
-import { issueKey } from '../github/triggers.js';
-import { runOutDir } from '../github/worker.js';
+import type { AcceptedTrigger } from '../github/intake/index.js';
+import { STATUS_COMMENT_NOTE } from '../github/status/index.js';
+import { issueKey } from '../github/intake/index.js';
+import { runOutDir } from '../data-dir.js';
 import { connectDocker } from '../sandbox/docker-engine.js';
 import { ensureSandboxImage } from '../sandbox/ensure-sandbox-image.js';
 import { actionGitHub, type ActionGitHub } from './action-github.js';

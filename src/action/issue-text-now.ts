@@ -4,7 +4,7 @@
 // and such an edit must not steer a follow-up a maintainer asked for. GitHub keeps who edited
 // the body and who renamed the title, and when; one GraphQL query reads both.
 import type { GitHubClient } from '../github/octokit.js';
-import { hasWriteAccess } from '../github/permission-check.js';
+import { hasWriteAccess } from '../github/intake/index.js';
 import { readIssueTextsOffThread } from '../github/sanitize-off-thread.js';
 
 const ISSUE_QUERY = `query($owner: String!, $repo: String!, $number: Int!) {

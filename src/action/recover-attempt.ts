@@ -8,7 +8,7 @@
 // wrote never judges a revision), the revisions are the bot's commits on it, and the issue text
 // is issue N's, when nobody without write access changed it since (issue-text-now.ts).
 import type { GitHubClient } from '../github/octokit.js';
-import { issueNumberOfBranch, type PublishedAttempt } from '../github/revision-record.js';
+import { issueNumberOfBranch, type PublishedAttempt } from '../github/publishing/index.js';
 import { issueTextNow } from './issue-text-now.js';
 
 export async function recoverPublishedAttempt(

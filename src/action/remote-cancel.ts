@@ -6,7 +6,7 @@
 // a marker in its text, while nobody but the bot can add or remove the bot's reaction.
 import type { Logger } from 'pino';
 import type { GitHubClient, IssueRef } from '../github/octokit.js';
-import { STATUS_MARKER } from '../github/status-comment.js';
+import { STATUS_MARKER } from '../github/status/index.js';
 import { readStatusComment } from './status-comment-state.js';
 
 export const CANCEL_REACTION = '-1';

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import { ConfigError, loadProcessConfig } from '../config.js';
 import { AppConfigError, loadAppConfig } from '../github/app-config.js';
-import { decideTrigger } from '../github/triggers.js';
+import { decideTrigger } from '../github/intake/index.js';
 import { ActionEnvError, readActionEnv, type ActionEnv } from './action-env.js';
 import { appendStepSummary, writeOutputs } from './action-files.js';
 import { crashedReport, ignoredReport, type ActionReport } from './action-report.js';

@@ -2,7 +2,7 @@
 // starts on a fresh runner with nothing of the one before): whether a run is still queued or
 // running, and its id. The comment's text is renderStatus's (src/github/status-comment.ts);
 // test/action/status-comment-state.test.ts reads every state it renders.
-import { STATUS_MARKER } from '../github/status-comment.js';
+import { STATUS_MARKER } from '../github/status/index.js';
 
 export interface StatusCommentState {
   /** A run is queued or running (a cancel has something to stop). */

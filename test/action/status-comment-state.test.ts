@@ -1,7 +1,7 @@
 // A later workflow run reads the bot's status comment back (remote cancel): every state the
 // comment can show must read as active or not, with its run id, exactly as renderStatus wrote it.
 import { describe, expect, it } from 'vitest';
-import { renderStatus, type StatusState } from '../../src/github/status-comment.js';
+import { renderStatus, type StatusState } from '../../src/github/status/status-comment.js';
 import { readStatusComment } from '../../src/action/status-comment-state.js';
 
 const runId = '0b7c6a52-8d0e-4a57-9a51-4b1d3f0e2c11';

@@ -23,5 +23,7 @@ export {
   type BotIdentity,
   type GitRunner,
 } from './publish.js';
+export { publishedRun } from './published-run.js';
+export { REVISION_NOTE, issueNumberOfBranch, type PublishedAttempt } from './revision-record.js';
 export { servedBySection } from './served-by.js';
-export { useCommandHandler } from './use-attempt.js';
+export { useAttempt, useCommandHandler } from './use-attempt.js';

@@ -8,6 +8,7 @@ export {
 export { runStatusReporter } from './run-status-reporter.js';
 export {
   STATUS_COMMENT_NOTE,
+  STATUS_MARKER,
   describeResult,
   ensureStatusComment,
   exitWords,
