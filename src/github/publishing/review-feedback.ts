@@ -5,7 +5,8 @@
 import type { FollowUpThread } from '../../runner/follow-up-task.js';
 import { MAX_THREADS } from '../../runner/follow-up-task.js';
 import type { GitHubClient } from '../octokit.js';
-import { sanitizeCode, sanitizeIssueText } from '../sanitize-issue-text.js';
+import { sanitizeCode } from '../sanitize-issue-text.js';
+import { readIssueTextsOffThread } from '../sanitize-off-thread.js';
 
 export interface PullRequestState {
   number: number;
@@ -71,27 +72,25 @@ const THREADS_QUERY = `query($owner: String!, $repo: String!, $number: Int!) {
   }
 }`;
 
+interface ThreadComment {
+  databaseId: number | null;
+  body: string;
+  createdAt: string;
+  diffHunk: string;
+  author: { login: string } | null;
+}
+
+interface ThreadNode {
+  isResolved: boolean;
+  isOutdated: boolean;
+  path: string;
+  line: number | null;
+  comments?: { nodes?: (ThreadComment | null)[] };
+}
+
 interface ThreadsResponse {
   repository?: {
-    pullRequest?: {
-      reviewThreads?: {
-        nodes?: ({
-          isResolved: boolean;
-          isOutdated: boolean;
-          path: string;
-          line: number | null;
-          comments?: {
-            nodes?: ({
-              databaseId: number | null;
-              body: string;
-              createdAt: string;
-              diffHunk: string;
-              author: { login: string } | null;
-            } | null)[];
-          };
-        } | null)[];
-      };
-    } | null;
+    pullRequest?: { reviewThreads?: { nodes?: (ThreadNode | null)[] } } | null;
   } | null;
 }
 
@@ -109,26 +108,29 @@ export async function fetchReviewThreads(
     number: p.number,
   });
   const cutoff = Date.parse(p.before);
-  const threads: FeedbackThread[] = [];
+  const kept: { node: ThreadNode; comments: ThreadComment[] }[] = [];
   for (const node of data.repository?.pullRequest?.reviewThreads?.nodes ?? []) {
     if (!node || node.isResolved || node.isOutdated || node.line === null) continue;
     const comments = (node.comments?.nodes ?? []).filter(
-      (c): c is NonNullable<typeof c> =>
+      (c): c is ThreadComment =>
         c !== null && c.databaseId !== null && !(Date.parse(c.createdAt) > cutoff),
     );
-    const first = comments[0];
-    if (!first || first.databaseId === null) continue;
-    threads.push({
-      path: sanitizeCode(node.path),
-      line: node.line,
-      diffHunk: sanitizeCode(first.diffHunk),
-      comments: comments.map((c) => ({
-        author: `@${c.author?.login ?? 'ghost'}`,
-        body: sanitizeIssueText(c.body),
-      })),
-      replyTo: first.databaseId,
-    });
-    if (threads.length >= MAX_THREADS) break;
+    if (comments[0]?.databaseId == null) continue;
+    kept.push({ node, comments });
+    if (kept.length >= MAX_THREADS) break;
   }
-  return threads;
+  // Anyone can comment on a public pull request: their Markdown is read off the main thread,
+  // bounded like an issue's (sanitize-off-thread.ts), never on the thread that answers webhooks.
+  const reads = await readIssueTextsOffThread(kept.flatMap((t) => t.comments.map((c) => c.body)));
+  let next = 0;
+  return kept.map(({ node, comments }) => ({
+    path: sanitizeCode(node.path),
+    line: node.line as number,
+    diffHunk: sanitizeCode(comments[0]!.diffHunk),
+    comments: comments.map((c) => {
+      const read = reads[next++];
+      return { author: `@${c.author?.login ?? 'ghost'}`, body: read?.ok ? read.text : '' };
+    }),
+    replyTo: comments[0]!.databaseId as number,
+  }));
 }
