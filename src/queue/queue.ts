@@ -78,6 +78,8 @@ export interface QueueOptions {
    * directory made, no migration, no pruning). Writes then fail.
    */
   readOnly?: boolean;
+  /** An `exclusive` section's lease runs out this long after its holder last renewed it (30 s). */
+  exclusiveLockMs?: number;
 }
 
 /** What `admit` made of a delivery. */
@@ -599,6 +601,18 @@ export class RunQueue<J = unknown> {
         const [holder, until] = (this.getNote(key, LOCK_NOTE) ?? '').split(' ');
         if (holder && holder !== token && Number(until) > now) return false;
         this.setNote(key, LOCK_NOTE, `${token} ${now + leaseMs}`);
+        return true;
+      })
+      .immediate();
+  }
+
+  /** Extends the lease of `token`'s lock; false (and left as it is) when it is no longer ours. */
+  renewLock(key: string, token: string, leaseMs: number): boolean {
+    return this.#db
+      .transaction(() => {
+        const [holder] = (this.getNote(key, LOCK_NOTE) ?? '').split(' ');
+        if (holder !== token) return false;
+        this.setNote(key, LOCK_NOTE, `${token} ${Date.now() + leaseMs}`);
         return true;
       })
       .immediate();
