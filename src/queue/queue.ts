@@ -14,59 +14,25 @@ import { mkdirSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { dataPaths } from '../data-dir.js';
+import type {
+  AdmitResult,
+  EnqueueInput,
+  EnqueueResult,
+  PendingDelivery,
+  RunRecord,
+  RunState,
+} from './run-record.js';
 import { MIGRATIONS, SCHEMA_V0, SCHEMA_VERSION } from './sqlite-schema.js';
 
 export { SCHEMA_VERSION } from './sqlite-schema.js';
-
-export type RunState = 'queued' | 'running' | 'done' | 'failed' | 'cancelled';
-
-export interface RunRecord<J = unknown> {
-  id: string;
-  key: string;
-  /** Its fair-share group: runs are taken round robin across groups (the key when not given). */
-  group: string;
-  deliveryId?: string;
-  state: RunState;
-  /** How many times a worker claimed it (a restart that interrupts it counts one). */
-  attempts: number;
-  job: J;
-  cancelRequested: boolean;
-  restCalls: number;
-  createdAt: number;
-  startedAt?: number;
-  finishedAt?: number;
-  outcome?: string;
-  summary?: string;
-  /** Queued but not claimable yet: accepted at once, waiting for a check (the sender's permission). */
-  held: boolean;
-}
-
-export type EnqueueResult<J> =
-  | { status: 'queued'; run: RunRecord<J>; position: number }
-  | { status: 'active'; run: RunRecord<J> }
-  | { status: 'duplicate' }
-  /** The group already has `maxQueuedInGroup` runs waiting (held ones included): none made. */
-  | { status: 'full'; queued: number };
-
-/** What to enqueue: a run for `key` in fair-share `group` (default: the key itself). */
-export interface EnqueueInput<J> {
-  key: string;
-  job: J;
-  deliveryId?: string;
-  id?: string;
-  /** Counts for positions and blocks its key, but is not claimed before `release`. */
-  held?: boolean;
-  group?: string;
-  /** Refuse (`full`) when the group has this many queued runs already. */
-  maxQueuedInGroup?: number;
-}
-
-export interface PendingDelivery {
-  deliveryId: string;
-  event: string;
-  payload: unknown;
-  receivedAt: number;
-}
+export type {
+  AdmitResult,
+  EnqueueInput,
+  EnqueueResult,
+  PendingDelivery,
+  RunRecord,
+  RunState,
+} from './run-record.js';
 
 export interface QueueOptions {
   dataDir: string;
@@ -84,12 +50,6 @@ export interface QueueOptions {
   /** An `exclusive` section's lease runs out this long after its holder last renewed it (30 s). */
   exclusiveLockMs?: number;
 }
-
-/** What `admit` made of a delivery. */
-export type AdmitResult<J> =
-  | { status: 'duplicate' }
-  | { status: 'replay'; firstDeliveryId: string }
-  | { status: 'recorded'; enqueued?: EnqueueResult<J> };
 
 interface RunRow {
   seq: number;
