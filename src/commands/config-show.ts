@@ -29,6 +29,9 @@ export interface ConfigShowIo {
   cwd?: string;
 }
 
+type Row = [key: string, value: unknown, from: string];
+type Layer = ReturnType<typeof configLayer>;
+
 export async function configShowCommand(
   options: { repo?: string },
   io: ConfigShowIo,
@@ -37,35 +40,38 @@ export async function configShowCommand(
   if (!(await stat(dir).catch(() => undefined))?.isDirectory()) {
     throw new UsageError(`--repo ${options.repo ?? '.'} is not a directory: give a repository's`);
   }
-  let text: string | undefined;
-  let layer;
+  let layer: Layer | undefined;
   try {
-    text = await readRepoConfigText(dir);
-    layer = text === undefined ? undefined : configLayer({ name: REPO_CONFIG_PATH, text });
+    layer = await readLayer(dir);
   } catch (error) {
     if (!(error instanceof RepoConfigError)) throw error;
     io.stderr(`frognano: ${terminalText(error.message)}`);
     return 1;
   }
+  printRows(io, dir, layer, await configRows(dir, layer, io.env));
+  return 0;
+}
+
+/** The working tree's `.github/frognano.yml` as a layer (undefined: there is none). */
+async function readLayer(dir: string): Promise<Layer | undefined> {
+  const text = await readRepoConfigText(dir);
+  return text === undefined ? undefined : configLayer({ name: REPO_CONFIG_PATH, text });
+}
+
+/** Each key's value and where it came from, in the order they are shown. */
+async function configRows(
+  dir: string,
+  layer: Layer | undefined,
+  env: NodeJS.ProcessEnv,
+): Promise<Row[]> {
   const { config: asked, origins } = mergeConfigLayers(layer ? [layer] : []);
-  const caps = repoConfigCaps(io.env);
+  const caps = repoConfigCaps(env);
   const config = capRepoConfig(asked, caps);
   const fromFile = (key: string) => (origins[key] ? REPO_CONFIG_PATH : undefined);
   const detected = config.test ? undefined : await detectTestCommand(dir);
-  const imageEnv = io.env.FROGNANO_SANDBOX_IMAGE?.trim();
+  const imageEnv = env.FROGNANO_SANDBOX_IMAGE?.trim();
 
-  const capped = (key: string, cap: string, value: number | undefined, fallback: number) => {
-    const shown = value ?? fallback;
-    if (asked[key as 'max_steps'] !== config[key as 'max_steps']) {
-      const wanted = asked[key as 'max_steps'] ?? fallback;
-      return {
-        value: shown,
-        from: `${cap} (${fromFile(key) ? 'the file asks' : 'the default is'} ${wanted})`,
-      };
-    }
-    return { value: shown, from: fromFile(key) ?? 'default' };
-  };
-  const rows: [string, unknown, string][] = [
+  const rows: Row[] = [
     [
       'image',
       config.image ?? imageEnv ?? DEFAULT_SANDBOX_IMAGE,
@@ -87,7 +93,39 @@ export async function configShowCommand(
       config.instructions_files ?? [...DEFAULT_INSTRUCTION_FILES],
       fromFile('instructions_files') ?? 'default',
     ],
+    ...cappedRows(asked, config, caps, fromFile),
   ];
+  rows.push([
+    'blocked_paths',
+    config.blocked_paths,
+    fromFile('blocked_paths')
+      ? `default (${DEFAULT_BLOCKED_PATHS.join(', ')}) + ${REPO_CONFIG_PATH}`
+      : 'default',
+  ]);
+  return rows;
+}
+
+type RepoConfig = ReturnType<typeof capRepoConfig>;
+
+/** The keys the operator caps: a capped value says what the file (or default) asked. */
+function cappedRows(
+  asked: ReturnType<typeof mergeConfigLayers>['config'],
+  config: RepoConfig,
+  caps: ReturnType<typeof repoConfigCaps>,
+  fromFile: (key: string) => string | undefined,
+): Row[] {
+  const capped = (key: string, cap: string, value: number | undefined, fallback: number) => {
+    const shown = value ?? fallback;
+    if (asked[key as 'max_steps'] !== config[key as 'max_steps']) {
+      const wanted = asked[key as 'max_steps'] ?? fallback;
+      return {
+        value: shown,
+        from: `${cap} (${fromFile(key) ? 'the file asks' : 'the default is'} ${wanted})`,
+      };
+    }
+    return { value: shown, from: fromFile(key) ?? 'default' };
+  };
+  const rows: Row[] = [];
   for (const [key, cap, fallback] of [
     ['max_steps', 'FROGNANO_MAX_STEPS_CAP', DEFAULT_MAX_STEPS],
     ['timeout_minutes', 'FROGNANO_MAX_TIMEOUT_MINUTES_CAP', DEFAULT_TIMEOUT_MINUTES],
@@ -102,14 +140,11 @@ export async function configShowCommand(
         : from,
     ]);
   }
-  rows.push([
-    'blocked_paths',
-    config.blocked_paths,
-    fromFile('blocked_paths')
-      ? `default (${DEFAULT_BLOCKED_PATHS.join(', ')}) + ${REPO_CONFIG_PATH}`
-      : 'default',
-  ]);
+  return rows;
+}
 
+/** The rows as YAML, each key's first line marked with where its value came from. */
+function printRows(io: ConfigShowIo, dir: string, layer: Layer | undefined, rows: Row[]): void {
   io.stdout(`# What a run in ${terminalText(dir)} would use. \`frognano solve\` reads only this`);
   io.stdout("# file; the App also applies the owner's .github repository's file beneath it.");
   if (layer?.extends !== undefined) {
@@ -122,5 +157,4 @@ export async function configShowCommand(
     io.stdout(`${first} # ${from}`);
     for (const line of rest) io.stdout(line);
   }
-  return 0;
 }

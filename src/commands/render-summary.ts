@@ -23,12 +23,35 @@ export interface SummaryMeta {
 const TAIL_CHARS = 6000;
 
 export function renderSummary(result: RunResult, meta: SummaryMeta = {}): string {
+  const several = result.attempts && result.attempts.length > 1 ? result.attempts : undefined;
+  const lines: string[] = [
+    ...headerLines(result, meta, several),
+    ...setupLines(result),
+    ...testLines(result),
+    ...filesLines(result),
+    ...patchFactLines(result),
+    ...violationLines(result),
+  ];
+  if (result.patch.trim() !== '') lines.push(changesSection(result), '');
+  if (several) lines.push(...attemptLines(several, meta.outDir));
+  lines.push(trajectoryTable(result), '');
+  const served = servedBySection(result, { chosen: 'selected' });
+  if (served) lines.push(served, '');
+  lines.push(...timingLines(result), ...finalLines(result));
+  return `${lines.join('\n').trimEnd()}\n`;
+}
+
+/** The title and the run's facts: outcome, model, budgets, instruction files, snapshot. */
+function headerLines(
+  result: RunResult,
+  meta: SummaryMeta,
+  several: readonly AttemptSummary[] | undefined,
+): string[] {
   const lines: string[] = [`# ${meta.heading ?? 'frognano solve'}`, ''];
   lines.push(`- Outcome: ${result.outcome}${result.error ? ` (${oneLine(result.error)})` : ''}`);
   if (result.exitReason) {
     lines.push(`- Exit reason: ${result.exitReason}${result.partial ? ' (partial work)' : ''}`);
   }
-  const several = result.attempts && result.attempts.length > 1 ? result.attempts : undefined;
   if (several) {
     lines.push(
       `- Selected attempt: ${result.selectedAttempt ?? several.find((a) => a.selected)?.attempt} of ${several.length} (the steps, tokens, tests and patch here are its own; see Attempts)`,
@@ -52,22 +75,30 @@ export function renderSummary(result: RunResult, meta: SummaryMeta = {}): string
     lines.push(`- Setup snapshot: ${result.snapshotHit ? 'reused (setup skipped)' : 'none'}`);
   }
   lines.push('');
+  return lines;
+}
 
-  if (result.outcome === 'setup_failed' || (result.setupTail && result.setupNetwork === false)) {
-    lines.push('## Setup', '');
-    if (result.outcome === 'setup_failed') lines.push('The setup commands failed.', '');
-    if (result.setupNetwork === false) {
-      lines.push(
-        'Setup ran without a network (`network: none`, the default). If it needs to download dependencies, add `network: setup` to `.github/frognano.yml`: setup then gets a network, which is cut before the tests and the agent run.',
-        '',
-      );
-    }
-    if (result.setupTail?.trim()) {
-      lines.push('The end of its output:', '', fence(tail(result.setupTail, TAIL_CHARS)), '');
-    }
+/** A failed setup, or one that ran without the network it may have needed. */
+function setupLines(result: RunResult): string[] {
+  if (!(result.outcome === 'setup_failed' || (result.setupTail && result.setupNetwork === false))) {
+    return [];
   }
+  const lines = ['## Setup', ''];
+  if (result.outcome === 'setup_failed') lines.push('The setup commands failed.', '');
+  if (result.setupNetwork === false) {
+    lines.push(
+      'Setup ran without a network (`network: none`, the default). If it needs to download dependencies, add `network: setup` to `.github/frognano.yml`: setup then gets a network, which is cut before the tests and the agent run.',
+      '',
+    );
+  }
+  if (result.setupTail?.trim()) {
+    lines.push('The end of its output:', '', fence(tail(result.setupTail, TAIL_CHARS)), '');
+  }
+  return lines;
+}
 
-  lines.push('## Tests', '');
+function testLines(result: RunResult): string[] {
+  const lines = ['## Tests', ''];
   if (result.testCommand) {
     const detail = result.testCommand.detail ? ` — ${oneLine(result.testCommand.detail)}` : '';
     lines.push(
@@ -81,35 +112,38 @@ export function renderSummary(result: RunResult, meta: SummaryMeta = {}): string
     lines.push('No test command: none configured in .github/frognano.yml and none detected.');
   }
   lines.push('');
+  return lines;
+}
 
-  lines.push('## Files changed', '');
+function filesLines(result: RunResult): string[] {
+  const lines = ['## Files changed', ''];
   if (result.filesChanged.length === 0) lines.push('None: the patch is empty.');
   for (const file of result.filesChanged) lines.push(`- ${fileName(file)}`);
   lines.push('');
+  return lines;
+}
 
-  lines.push(...patchFactLines(result));
+function violationLines(result: RunResult): string[] {
+  if (result.violations.length === 0) return [];
+  const lines = ['## Policy violations', ''];
+  for (const v of result.violations) lines.push(`- ${v.rule}: ${fileName(v.detail)}`);
+  lines.push('');
+  return lines;
+}
 
-  if (result.violations.length > 0) {
-    lines.push('## Policy violations', '');
-    for (const v of result.violations) lines.push(`- ${v.rule}: ${fileName(v.detail)}`);
-    lines.push('');
-  }
-
-  if (result.patch.trim() !== '') lines.push(changesSection(result), '');
-  if (several) lines.push(...attemptLines(several, meta.outDir));
-  lines.push(trajectoryTable(result), '');
-  const served = servedBySection(result, { chosen: 'selected' });
-  if (served) lines.push(served, '');
-
+function timingLines(result: RunResult): string[] {
   const timings = Object.entries(result.timings);
-  if (timings.length > 0) {
-    lines.push('## Timings', '', '| phase | seconds |', '|---|---|');
-    for (const [phase, ms] of timings) lines.push(`| ${phase} | ${(ms / 1000).toFixed(1)} |`);
-    lines.push('');
-  }
+  if (timings.length === 0) return [];
+  const lines = ['## Timings', '', '| phase | seconds |', '|---|---|'];
+  for (const [phase, ms] of timings) lines.push(`| ${phase} | ${(ms / 1000).toFixed(1)} |`);
+  lines.push('');
+  return lines;
+}
 
+/** The model's final message, then the ends of the tests' output. */
+function finalLines(result: RunResult): string[] {
   const final = result.finalMessage.trim();
-  lines.push('## Final message', '', final ? inertQuote(final) : '(empty)', '');
+  const lines = ['## Final message', '', final ? inertQuote(final) : '(empty)', ''];
   for (const [label, test] of [
     ['before', result.verifyBefore],
     ['after', result.verifyAfter],
@@ -123,7 +157,7 @@ export function renderSummary(result: RunResult, meta: SummaryMeta = {}): string
       );
     }
   }
-  return `${lines.join('\n').trimEnd()}\n`;
+  return lines;
 }
 
 /**

@@ -70,7 +70,29 @@ function processMetrics(): Registry {
 export function createMetrics(options: MetricsOptions = {}): Metrics {
   const registry = new Registry();
   const registers = [registry];
-  const { queueDepth } = options;
+  // The order they are made in is the order of the page: keep it.
+  const scraped = scrapedGauges(options, registers);
+  const endpoints = endpointInstruments(registers);
+  const runs = runInstruments(registers);
+  const events = eventInstruments(registers);
+  const processRegistry = processMetrics();
+  return {
+    ...scraped,
+    ...endpoints,
+    ...runs,
+    ...events,
+    registry,
+    contentType: registry.contentType,
+    async scrape() {
+      const [own, proc] = await Promise.all([registry.metrics(), processRegistry.metrics()]);
+      return `${own}\n${proc}`;
+    },
+  };
+}
+
+/** Gauges read at scrape time from the shared queue and the fleet's store (when given). */
+function scrapedGauges(options: MetricsOptions, registers: Registry[]) {
+  const { queueDepth, modelEndpoints } = options;
   const queueRuns = new Gauge({
     name: 'frognano_queue_runs',
     help: 'Runs in the queue by state (queued, running), read from the queue at scrape time',
@@ -88,7 +110,6 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       this.set({ state: 'running' }, depth.running);
     },
   });
-  const { modelEndpoints } = options;
   const endpointDown = new Gauge({
     name: 'frognano_model_endpoint_down',
     help: 'Model endpoints marked down now (1), by any worker sharing the store, read at scrape time',
@@ -105,9 +126,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       for (const state of states) this.set({ endpoint: state.endpoint }, state.down ? 1 : 0);
     },
   });
-  const processRegistry = processMetrics();
+  return { queueRuns, endpointDown };
+}
+
+/** What this process asked of each model endpoint: loops, requests, errors, time, tokens. */
+function endpointInstruments(registers: Registry[]) {
   return {
-    endpointDown,
     endpointLoops: new Gauge({
       name: 'frognano_model_endpoint_loops',
       help: 'Agent loops of this process holding a slot on each model endpoint now',
@@ -145,8 +169,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       labelNames: ['endpoint', 'kind'] as const,
       registers,
     }),
-    registry,
-    queueRuns,
+  };
+}
+
+/** The runs of this process: running now, finished, how long, and what the model did. */
+function runInstruments(registers: Registry[]) {
+  return {
     runsRunning: new Gauge({
       name: 'frognano_runs_running',
       help: 'Runs this process is running now',
@@ -183,6 +211,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       help: 'Chat completion requests answered by the model for finished runs (agent steps)',
       registers,
     }),
+  };
+}
+
+/** Events around runs: webhook deliveries and the sandboxes brought up. */
+function eventInstruments(registers: Registry[]) {
+  return {
     webhookDeliveries: new Counter({
       name: 'frognano_webhook_deliveries_total',
       help: 'Verified webhook deliveries by decision (ignored, accepted, duplicate) and trigger',
@@ -195,10 +229,5 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       labelNames: ['kind', 'snapshot'] as const,
       registers,
     }),
-    contentType: registry.contentType,
-    async scrape() {
-      const [own, proc] = await Promise.all([registry.metrics(), processRegistry.metrics()]);
-      return `${own}\n${proc}`;
-    },
   };
 }

@@ -14,56 +14,25 @@ import { mkdirSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { dataPaths } from '../data-dir.js';
+import type {
+  AdmitResult,
+  EnqueueInput,
+  EnqueueResult,
+  PendingDelivery,
+  RunRecord,
+  RunState,
+} from './run-record.js';
+import { MIGRATIONS, SCHEMA_V0, SCHEMA_VERSION } from './sqlite-schema.js';
 
-export type RunState = 'queued' | 'running' | 'done' | 'failed' | 'cancelled';
-
-export interface RunRecord<J = unknown> {
-  id: string;
-  key: string;
-  /** Its fair-share group: runs are taken round robin across groups (the key when not given). */
-  group: string;
-  deliveryId?: string;
-  state: RunState;
-  /** How many times a worker claimed it (a restart that interrupts it counts one). */
-  attempts: number;
-  job: J;
-  cancelRequested: boolean;
-  restCalls: number;
-  createdAt: number;
-  startedAt?: number;
-  finishedAt?: number;
-  outcome?: string;
-  summary?: string;
-  /** Queued but not claimable yet: accepted at once, waiting for a check (the sender's permission). */
-  held: boolean;
-}
-
-export type EnqueueResult<J> =
-  | { status: 'queued'; run: RunRecord<J>; position: number }
-  | { status: 'active'; run: RunRecord<J> }
-  | { status: 'duplicate' }
-  /** The group already has `maxQueuedInGroup` runs waiting (held ones included): none made. */
-  | { status: 'full'; queued: number };
-
-/** What to enqueue: a run for `key` in fair-share `group` (default: the key itself). */
-export interface EnqueueInput<J> {
-  key: string;
-  job: J;
-  deliveryId?: string;
-  id?: string;
-  /** Counts for positions and blocks its key, but is not claimed before `release`. */
-  held?: boolean;
-  group?: string;
-  /** Refuse (`full`) when the group has this many queued runs already. */
-  maxQueuedInGroup?: number;
-}
-
-export interface PendingDelivery {
-  deliveryId: string;
-  event: string;
-  payload: unknown;
-  receivedAt: number;
-}
+export { SCHEMA_VERSION } from './sqlite-schema.js';
+export type {
+  AdmitResult,
+  EnqueueInput,
+  EnqueueResult,
+  PendingDelivery,
+  RunRecord,
+  RunState,
+} from './run-record.js';
 
 export interface QueueOptions {
   dataDir: string;
@@ -78,13 +47,9 @@ export interface QueueOptions {
    * directory made, no migration, no pruning). Writes then fail.
    */
   readOnly?: boolean;
+  /** An `exclusive` section's lease runs out this long after its holder last renewed it (30 s). */
+  exclusiveLockMs?: number;
 }
-
-/** What `admit` made of a delivery. */
-export type AdmitResult<J> =
-  | { status: 'duplicate' }
-  | { status: 'replay'; firstDeliveryId: string }
-  | { status: 'recorded'; enqueued?: EnqueueResult<J> };
 
 interface RunRow {
   seq: number;
@@ -106,62 +71,8 @@ interface RunRow {
   turn: number;
 }
 
-// Version 0: the schema as first released (no user_version). Kept verbatim so an old file and a
-// new one go through the same migrations.
-const SCHEMA_V0 = `
-CREATE TABLE IF NOT EXISTS deliveries (
-  delivery_id TEXT PRIMARY KEY,
-  event TEXT NOT NULL,
-  payload TEXT NOT NULL,
-  state TEXT NOT NULL DEFAULT 'pending',
-  received_at INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS runs (
-  seq INTEGER PRIMARY KEY AUTOINCREMENT,
-  id TEXT NOT NULL UNIQUE,
-  key TEXT NOT NULL,
-  delivery_id TEXT UNIQUE,
-  state TEXT NOT NULL,
-  attempts INTEGER NOT NULL DEFAULT 0,
-  job TEXT NOT NULL,
-  cancel_requested INTEGER NOT NULL DEFAULT 0,
-  rest_calls INTEGER NOT NULL DEFAULT 0,
-  created_at INTEGER NOT NULL,
-  started_at INTEGER,
-  finished_at INTEGER,
-  outcome TEXT,
-  summary TEXT
-);
-CREATE UNIQUE INDEX IF NOT EXISTS runs_one_active_per_key ON runs(key) WHERE state IN ('queued', 'running');
-CREATE INDEX IF NOT EXISTS runs_by_state ON runs(state, seq);
-CREATE TABLE IF NOT EXISTS notes (
-  key TEXT NOT NULL,
-  name TEXT NOT NULL,
-  value TEXT NOT NULL,
-  PRIMARY KEY (key, name)
-);
-`;
-
 // The note holding a key's cross-process lock: `<token> <lease end, ms since epoch>`.
 const LOCK_NOTE = 'exclusive-lock';
-
-/** MIGRATIONS[i] takes the schema from version i to i + 1. Append only; never edit a shipped one. */
-const MIGRATIONS: string[] = [
-  // 1: replay detection on the raw body; runs accepted before their permission check.
-  `ALTER TABLE deliveries ADD COLUMN body_sha256 TEXT;
-   CREATE INDEX deliveries_by_body ON deliveries(body_sha256, received_at);
-   ALTER TABLE runs ADD COLUMN held INTEGER NOT NULL DEFAULT 0;`,
-  // 2: fair share across groups (repositories). Earlier runs are each their own group, turn 0:
-  // they keep their order and go before later arrivals.
-  `ALTER TABLE runs ADD COLUMN grp TEXT NOT NULL DEFAULT '';
-   UPDATE runs SET grp = key;
-   ALTER TABLE runs ADD COLUMN turn INTEGER NOT NULL DEFAULT 0;
-   CREATE INDEX runs_fair ON runs(state, turn, seq);
-   CREATE INDEX runs_by_group ON runs(grp, state, turn);
-   CREATE TABLE fair_groups (grp TEXT PRIMARY KEY, claimed_turn INTEGER NOT NULL);`,
-];
-
-export const SCHEMA_VERSION = MIGRATIONS.length;
 
 const DAY_MS = 24 * 3600 * 1000;
 const DELIVERY_RETENTION_MS = 14 * DAY_MS;
@@ -599,6 +510,18 @@ export class RunQueue<J = unknown> {
         const [holder, until] = (this.getNote(key, LOCK_NOTE) ?? '').split(' ');
         if (holder && holder !== token && Number(until) > now) return false;
         this.setNote(key, LOCK_NOTE, `${token} ${now + leaseMs}`);
+        return true;
+      })
+      .immediate();
+  }
+
+  /** Extends the lease of `token`'s lock; false (and left as it is) when it is no longer ours. */
+  renewLock(key: string, token: string, leaseMs: number): boolean {
+    return this.#db
+      .transaction(() => {
+        const [holder] = (this.getNote(key, LOCK_NOTE) ?? '').split(' ');
+        if (holder !== token) return false;
+        this.setNote(key, LOCK_NOTE, `${token} ${Date.now() + leaseMs}`);
         return true;
       })
       .immediate();

@@ -61,234 +61,288 @@ const CSP = [
   "img-src 'none'",
 ].join('; ');
 
+/** What every step of the handler shares: its options, the cookie sealer, cached checks. */
+interface Ctx {
+  options: RunsPageOptions;
+  sealer: SessionSealer;
+  permissions: Map<string, { allowed: boolean; at: number }>;
+  apiBase: string;
+  webBase: string;
+}
+
 export function runsPageHandler(options: RunsPageOptions) {
-  const sealer = new SessionSealer(options.clientSecret);
-  const permissions = new Map<string, { allowed: boolean; at: number }>();
-  const apiBase = options.apiBaseUrl.replace(/\/+$/, '');
-  const webBase = options.webBaseUrl.replace(/\/+$/, '');
-
-  const origin = (req: IncomingMessage) =>
-    (options.publicUrl ?? `http://${req.headers.host ?? 'localhost'}`).replace(/\/+$/, '');
-  const secure = (req: IncomingMessage) => origin(req).startsWith('https:');
-  const cookie = (req: IncomingMessage, name: string, value: string, maxAgeSec: number) =>
-    serializeCookie(name, value, { maxAgeSec, secure: secure(req), path: '/runs' });
-
-  const api = async (token: string, path: string) =>
-    fetch(`${apiBase}${path}`, {
-      headers: {
-        authorization: `Bearer ${token}`,
-        accept: 'application/vnd.github+json',
-        'user-agent': 'frognano-bot',
-      },
-      signal: AbortSignal.timeout(10_000),
-    });
-
-  /** Push (or maintain, admin) on the repository, asked with the user's own token. */
-  const canPush = async (session: Session, repo: string): Promise<boolean> => {
-    const key = `${session.id}:${repo.toLowerCase()}`;
-    const cached = permissions.get(key);
-    if (cached && Date.now() - cached.at < PERMISSION_TTL_MS) return cached.allowed;
-    let allowed = false;
-    try {
-      const res = await api(session.token, `/repos/${repo}`);
-      if (res.ok) {
-        const body = (await res.json()) as { permissions?: Record<string, boolean> };
-        allowed = Boolean(
-          body.permissions?.push || body.permissions?.maintain || body.permissions?.admin,
-        );
-      }
-    } catch (error) {
-      options.log.warn({ err: error, repo }, 'runs page: permission check failed');
-    }
-    if (permissions.size > 10_000) permissions.clear();
-    permissions.set(key, { allowed, at: Date.now() });
-    return allowed;
+  const ctx: Ctx = {
+    options,
+    sealer: new SessionSealer(options.clientSecret),
+    permissions: new Map(),
+    apiBase: options.apiBaseUrl.replace(/\/+$/, ''),
+    webBase: options.webBaseUrl.replace(/\/+$/, ''),
   };
-
-  const send = (
-    res: ServerResponse,
-    status: number,
-    body: string,
-    headers: Record<string, string | string[]> = {},
-  ) => {
-    res
-      .writeHead(status, {
-        'content-type': 'text/html; charset=utf-8',
-        'content-security-policy': CSP,
-        'x-content-type-options': 'nosniff',
-        'x-frame-options': 'DENY',
-        // same-origin, not no-referrer: browsers then send `Origin: null` on our own POSTs.
-        'referrer-policy': 'same-origin',
-        'cache-control': 'no-store',
-        ...headers,
-      })
-      .end(body);
-  };
-  const redirect = (res: ServerResponse, location: string, cookies: string[] = []) => {
-    res.writeHead(303, { location, 'cache-control': 'no-store', 'set-cookie': cookies }).end();
-  };
-
-  const login = (req: IncomingMessage, res: ServerResponse) => {
-    const state = randomBytes(24).toString('base64url');
-    const url = new URL(`${webBase}/login/oauth/authorize`);
-    url.searchParams.set('client_id', options.clientId);
-    url.searchParams.set('redirect_uri', `${origin(req)}/runs/callback`);
-    url.searchParams.set('state', state);
-    redirect(res, url.toString(), [
-      cookie(req, OAUTH_COOKIE, sealer.seal({ state }, OAUTH_MAX_AGE_SEC), OAUTH_MAX_AGE_SEC),
-    ]);
-  };
-
-  const callback = async (req: IncomingMessage, res: ServerResponse, query: URLSearchParams) => {
-    const expected = sealer.unseal<{ state: string }>(
-      parseCookies(req.headers.cookie)[OAUTH_COOKIE],
-    );
-    const state = query.get('state') ?? '';
-    const code = query.get('code');
-    const same =
-      expected !== undefined &&
-      Buffer.byteLength(state) === Buffer.byteLength(expected.state) &&
-      timingSafeEqual(Buffer.from(state), Buffer.from(expected.state));
-    if (!same || !code) {
-      send(
-        res,
-        400,
-        page(
-          'Sign-in failed',
-          '<p>The sign-in link expired or did not come from this server. <a href="/runs/login">Sign in again</a>.</p>',
-        ),
-      );
-      return;
-    }
-    const tokenRes = await fetch(`${webBase}/login/oauth/access_token`, {
-      method: 'POST',
-      headers: {
-        accept: 'application/json',
-        'content-type': 'application/json',
-        'user-agent': 'frognano-bot',
-      },
-      body: JSON.stringify({
-        client_id: options.clientId,
-        client_secret: options.clientSecret,
-        code,
-        redirect_uri: `${origin(req)}/runs/callback`,
-      }),
-      signal: AbortSignal.timeout(10_000),
-    });
-    const tokenBody = (await tokenRes.json().catch(() => ({}))) as {
-      access_token?: string;
-      error?: string;
-    };
-    if (!tokenRes.ok || !tokenBody.access_token) {
-      options.log.warn(
-        { status: tokenRes.status, error: tokenBody.error },
-        'runs page: OAuth code exchange failed',
-      );
-      send(
-        res,
-        502,
-        page(
-          'Sign-in failed',
-          '<p>GitHub did not accept the sign-in. <a href="/runs/login">Try again</a>.</p>',
-        ),
-      );
-      return;
-    }
-    const userRes = await api(tokenBody.access_token, '/user');
-    const user = (await userRes.json().catch(() => ({}))) as { login?: string; id?: number };
-    if (!userRes.ok || !user.login || typeof user.id !== 'number') {
-      send(
-        res,
-        502,
-        page(
-          'Sign-in failed',
-          '<p>GitHub did not say who you are. <a href="/runs/login">Try again</a>.</p>',
-        ),
-      );
-      return;
-    }
-    const session: Session = { login: user.login, id: user.id, token: tokenBody.access_token };
-    options.log.info({ login: user.login }, 'runs page: signed in');
-    redirect(res, '/runs', [
-      cookie(req, SESSION_COOKIE, sealer.seal(session, SESSION_MAX_AGE_SEC), SESSION_MAX_AGE_SEC),
-      cookie(req, OAUTH_COOKIE, '', 0),
-    ]);
-  };
-
-  const logout = async (req: IncomingMessage, res: ServerResponse) => {
-    const raw = parseCookies(req.headers.cookie)[SESSION_COOKIE] ?? '';
-    const form = new URLSearchParams(await readSmallBody(req));
-    const sameOrigin = !req.headers.origin || req.headers.origin === origin(req);
-    if (!raw || !sameOrigin || !sealer.checkCsrf(raw, form.get('csrf') ?? undefined)) {
-      send(res, 403, page('Forbidden', '<p>That request did not come from this page.</p>'));
-      return;
-    }
-    redirect(res, '/runs', [cookie(req, SESSION_COOKIE, '', 0)]);
-  };
-
-  const list = async (req: IncomingMessage, res: ServerResponse, query: URLSearchParams) => {
-    const raw = parseCookies(req.headers.cookie)[SESSION_COOKIE];
-    const session = sealer.unseal<Session>(raw);
-    if (!session || !raw) {
-      send(
-        res,
-        200,
-        page(
-          'frognano runs',
-          '<p>Sign in with GitHub to see the runs of the repositories you can push to.</p><p><a href="/runs/login">Sign in with GitHub</a></p>',
-        ),
-      );
-      return;
-    }
-    const stateParam = query.get('state') ?? '';
-    const state = STATES.includes(stateParam as RunState) ? (stateParam as RunState) : undefined;
-    const all = await options.listing.listRuns({ state, limit: 500 });
-    const repos = [...new Set(all.map((r) => r.repo))];
-    const allowed = new Set<string>();
-    await Promise.all(
-      repos.map(async (repo) => ((await canPush(session, repo)) ? allowed.add(repo) : undefined)),
-    );
-    const repoParam = (query.get('repo') ?? '').toLowerCase();
-    const visible = all.filter(
-      (r) => allowed.has(r.repo) && (!repoParam || r.repo.toLowerCase() === repoParam),
-    );
-    send(
-      res,
-      200,
-      page(
-        'frognano runs',
-        renderRuns(
-          session,
-          visible,
-          [...allowed].sort(),
-          repoParam,
-          state,
-          sealer.csrfToken(raw),
-          options.publicUrl,
-        ),
-      ),
-    );
-  };
-
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     switch (`${req.method} ${url.pathname}`) {
       case 'GET /runs':
-        await list(req, res, url.searchParams);
+        await list(ctx, req, res, url.searchParams);
         return true;
       case 'GET /runs/login':
-        login(req, res);
+        login(ctx, req, res);
         return true;
       case 'GET /runs/callback':
-        await callback(req, res, url.searchParams);
+        await callback(ctx, req, res, url.searchParams);
         return true;
       case 'POST /runs/logout':
-        await logout(req, res);
+        await logout(ctx, req, res);
         return true;
       default:
         return false;
     }
   };
+}
+
+function origin(ctx: Ctx, req: IncomingMessage): string {
+  return (ctx.options.publicUrl ?? `http://${req.headers.host ?? 'localhost'}`).replace(/\/+$/, '');
+}
+
+function cookie(
+  ctx: Ctx,
+  req: IncomingMessage,
+  name: string,
+  value: string,
+  maxAgeSec: number,
+): string {
+  const secure = origin(ctx, req).startsWith('https:');
+  return serializeCookie(name, value, { maxAgeSec, secure, path: '/runs' });
+}
+
+function api(ctx: Ctx, token: string, path: string): Promise<Response> {
+  return fetch(`${ctx.apiBase}${path}`, {
+    headers: {
+      authorization: `Bearer ${token}`,
+      accept: 'application/vnd.github+json',
+      'user-agent': 'frognano-bot',
+    },
+    signal: AbortSignal.timeout(10_000),
+  });
+}
+
+/** Push (or maintain, admin) on the repository, asked with the user's own token. */
+async function canPush(ctx: Ctx, session: Session, repo: string): Promise<boolean> {
+  const key = `${session.id}:${repo.toLowerCase()}`;
+  const cached = ctx.permissions.get(key);
+  if (cached && Date.now() - cached.at < PERMISSION_TTL_MS) return cached.allowed;
+  let allowed = false;
+  try {
+    const res = await api(ctx, session.token, `/repos/${repo}`);
+    if (res.ok) {
+      const body = (await res.json()) as { permissions?: Record<string, boolean> };
+      allowed = Boolean(
+        body.permissions?.push || body.permissions?.maintain || body.permissions?.admin,
+      );
+    }
+  } catch (error) {
+    ctx.options.log.warn({ err: error, repo }, 'runs page: permission check failed');
+  }
+  if (ctx.permissions.size > 10_000) ctx.permissions.clear();
+  ctx.permissions.set(key, { allowed, at: Date.now() });
+  return allowed;
+}
+
+function send(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  headers: Record<string, string | string[]> = {},
+): void {
+  res
+    .writeHead(status, {
+      'content-type': 'text/html; charset=utf-8',
+      'content-security-policy': CSP,
+      'x-content-type-options': 'nosniff',
+      'x-frame-options': 'DENY',
+      // same-origin, not no-referrer: browsers then send `Origin: null` on our own POSTs.
+      'referrer-policy': 'same-origin',
+      'cache-control': 'no-store',
+      ...headers,
+    })
+    .end(body);
+}
+
+function redirect(res: ServerResponse, location: string, cookies: string[] = []): void {
+  res.writeHead(303, { location, 'cache-control': 'no-store', 'set-cookie': cookies }).end();
+}
+
+function login(ctx: Ctx, req: IncomingMessage, res: ServerResponse): void {
+  const state = randomBytes(24).toString('base64url');
+  const url = new URL(`${ctx.webBase}/login/oauth/authorize`);
+  url.searchParams.set('client_id', ctx.options.clientId);
+  url.searchParams.set('redirect_uri', `${origin(ctx, req)}/runs/callback`);
+  url.searchParams.set('state', state);
+  redirect(res, url.toString(), [
+    cookie(
+      ctx,
+      req,
+      OAUTH_COOKIE,
+      ctx.sealer.seal({ state }, OAUTH_MAX_AGE_SEC),
+      OAUTH_MAX_AGE_SEC,
+    ),
+  ]);
+}
+
+function signInFailed(res: ServerResponse, status: number, html: string): void {
+  send(res, status, page('Sign-in failed', html));
+}
+
+async function callback(
+  ctx: Ctx,
+  req: IncomingMessage,
+  res: ServerResponse,
+  query: URLSearchParams,
+): Promise<void> {
+  const expected = ctx.sealer.unseal<{ state: string }>(
+    parseCookies(req.headers.cookie)[OAUTH_COOKIE],
+  );
+  const state = query.get('state') ?? '';
+  const code = query.get('code');
+  const same =
+    expected !== undefined &&
+    Buffer.byteLength(state) === Buffer.byteLength(expected.state) &&
+    timingSafeEqual(Buffer.from(state), Buffer.from(expected.state));
+  if (!same || !code) {
+    signInFailed(
+      res,
+      400,
+      '<p>The sign-in link expired or did not come from this server. <a href="/runs/login">Sign in again</a>.</p>',
+    );
+    return;
+  }
+  const token = await exchangeCode(ctx, req, code);
+  if (!token) {
+    signInFailed(
+      res,
+      502,
+      '<p>GitHub did not accept the sign-in. <a href="/runs/login">Try again</a>.</p>',
+    );
+    return;
+  }
+  const userRes = await api(ctx, token, '/user');
+  const user = (await userRes.json().catch(() => ({}))) as { login?: string; id?: number };
+  if (!userRes.ok || !user.login || typeof user.id !== 'number') {
+    signInFailed(
+      res,
+      502,
+      '<p>GitHub did not say who you are. <a href="/runs/login">Try again</a>.</p>',
+    );
+    return;
+  }
+  const session: Session = { login: user.login, id: user.id, token };
+  ctx.options.log.info({ login: user.login }, 'runs page: signed in');
+  redirect(res, '/runs', [
+    cookie(
+      ctx,
+      req,
+      SESSION_COOKIE,
+      ctx.sealer.seal(session, SESSION_MAX_AGE_SEC),
+      SESSION_MAX_AGE_SEC,
+    ),
+    cookie(ctx, req, OAUTH_COOKIE, '', 0),
+  ]);
+}
+
+/** The OAuth code traded for the user's token (undefined: GitHub refused it). */
+async function exchangeCode(
+  ctx: Ctx,
+  req: IncomingMessage,
+  code: string,
+): Promise<string | undefined> {
+  const tokenRes = await fetch(`${ctx.webBase}/login/oauth/access_token`, {
+    method: 'POST',
+    headers: {
+      accept: 'application/json',
+      'content-type': 'application/json',
+      'user-agent': 'frognano-bot',
+    },
+    body: JSON.stringify({
+      client_id: ctx.options.clientId,
+      client_secret: ctx.options.clientSecret,
+      code,
+      redirect_uri: `${origin(ctx, req)}/runs/callback`,
+    }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const tokenBody = (await tokenRes.json().catch(() => ({}))) as {
+    access_token?: string;
+    error?: string;
+  };
+  if (!tokenRes.ok || !tokenBody.access_token) {
+    ctx.options.log.warn(
+      { status: tokenRes.status, error: tokenBody.error },
+      'runs page: OAuth code exchange failed',
+    );
+    return undefined;
+  }
+  return tokenBody.access_token;
+}
+
+async function logout(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const raw = parseCookies(req.headers.cookie)[SESSION_COOKIE] ?? '';
+  const form = new URLSearchParams(await readSmallBody(req));
+  const sameOrigin = !req.headers.origin || req.headers.origin === origin(ctx, req);
+  if (!raw || !sameOrigin || !ctx.sealer.checkCsrf(raw, form.get('csrf') ?? undefined)) {
+    send(res, 403, page('Forbidden', '<p>That request did not come from this page.</p>'));
+    return;
+  }
+  redirect(res, '/runs', [cookie(ctx, req, SESSION_COOKIE, '', 0)]);
+}
+
+async function list(
+  ctx: Ctx,
+  req: IncomingMessage,
+  res: ServerResponse,
+  query: URLSearchParams,
+): Promise<void> {
+  const raw = parseCookies(req.headers.cookie)[SESSION_COOKIE];
+  const session = ctx.sealer.unseal<Session>(raw);
+  if (!session || !raw) {
+    send(
+      res,
+      200,
+      page(
+        'frognano runs',
+        '<p>Sign in with GitHub to see the runs of the repositories you can push to.</p><p><a href="/runs/login">Sign in with GitHub</a></p>',
+      ),
+    );
+    return;
+  }
+  const stateParam = query.get('state') ?? '';
+  const state = STATES.includes(stateParam as RunState) ? (stateParam as RunState) : undefined;
+  const all = await ctx.options.listing.listRuns({ state, limit: 500 });
+  const repos = [...new Set(all.map((r) => r.repo))];
+  const allowed = new Set<string>();
+  await Promise.all(
+    repos.map(async (repo) =>
+      (await canPush(ctx, session, repo)) ? allowed.add(repo) : undefined,
+    ),
+  );
+  const repoParam = (query.get('repo') ?? '').toLowerCase();
+  const visible = all.filter(
+    (r) => allowed.has(r.repo) && (!repoParam || r.repo.toLowerCase() === repoParam),
+  );
+  send(
+    res,
+    200,
+    page(
+      'frognano runs',
+      renderRuns(
+        session,
+        visible,
+        [...allowed].sort(),
+        repoParam,
+        state,
+        ctx.sealer.csrfToken(raw),
+        ctx.options.publicUrl,
+      ),
+    ),
+  );
 }
 
 function readSmallBody(req: IncomingMessage, max = 4096): Promise<string> {

@@ -4,47 +4,35 @@
 // DRAFT pull request that fixes the issue, with a review request for that person.
 // The installation token reaches git only through the environment, as an HTTP header
 // (GIT_CONFIG_COUNT/KEY/VALUE): never in argv, never on disk, never in a log line.
-import { spawn } from 'node:child_process';
-import { mkdtemp, mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { redactSecrets, registerSecret } from '../../redact.js';
 import { commitMessage, defuseReferences } from './commit-message.js';
 import { commitPatch } from './commit-patch.js';
-import { hostGitEnv } from '../../runner/host-git-env.js';
+import {
+  GIT_RETRY_DELAYS_MS,
+  type GitCommands,
+  type GitRunner,
+  gitCommands,
+  gitEnvironment,
+  makePublishDir,
+  PublishError,
+  remoteBranchHead,
+  runGit,
+} from './publish-git.js';
 import type { GitHubClient } from '../octokit.js';
 
-export interface GitResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-export type GitRunner = (
-  args: string[],
-  options: { cwd: string; env: NodeJS.ProcessEnv },
-) => Promise<GitResult>;
-
-export const runGit: GitRunner = (args, options) =>
-  new Promise((resolvePromise, reject) => {
-    const child = spawn('git', args, {
-      cwd: options.cwd,
-      env: options.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
-    child.on('error', reject);
-    child.on('close', (code) =>
-      resolvePromise({
-        code: code ?? 1,
-        stdout: Buffer.concat(out).toString('utf8'),
-        stderr: Buffer.concat(err).toString('utf8'),
-      }),
-    );
-  });
+// The git side lives in publish-git.ts; its names stay importable from here.
+export {
+  GIT_RETRY_DELAYS_MS,
+  type GitResult,
+  type GitRunner,
+  gitEnvironment,
+  PublishError,
+  runGit,
+  TRANSIENT_GIT_FAILURE,
+} from './publish-git.js';
 
 export interface BotIdentity {
   name: string;
@@ -87,13 +75,6 @@ export interface PublishParams {
   retryDelaysMs?: number[];
 }
 
-/** Backoff between attempts of a network git command that failed transiently. */
-export const GIT_RETRY_DELAYS_MS = [1000, 3000, 9000];
-
-/** git's words for a failure worth another attempt: the server or the network, not us. */
-export const TRANSIENT_GIT_FAILURE =
-  /(RPC failed|returned error: 5\d\d|HTTP 5\d\d|Could not resolve host|Connection (reset|refused|timed out)|Operation timed out|early EOF|unexpected disconnect|hung up unexpectedly)/i;
-
 export interface PublishResult {
   branch: string;
   commit: string;
@@ -101,16 +82,6 @@ export interface PublishResult {
   prUrl: string;
   created: boolean;
   reviewRequested: boolean;
-}
-
-export class PublishError extends Error {
-  /** The server or the network failed (and kept failing): trying later may work. */
-  readonly transient: boolean;
-  constructor(message: string, options: { transient?: boolean } = {}) {
-    super(message);
-    this.name = 'PublishError';
-    this.transient = options.transient ?? false;
-  }
 }
 
 /**
@@ -127,118 +98,39 @@ export function branchFor(issueNumber: number): string {
   return `frognano/issue-${issueNumber}`;
 }
 
-/**
- * The environment every git command runs with (runner/host-git-env.ts, shared by every host git
- * call): no system or global config, an empty HOME, hooks disabled, no prompts, and - for
- * http(s) remotes - the token as an Authorization header scoped to the remote's origin.
- */
-export function gitEnvironment(home: string, gitUrl: string, token?: string): NodeJS.ProcessEnv {
-  return hostGitEnv({
-    home,
-    url: gitUrl,
-    credential: token ? { username: 'x-access-token', password: token } : undefined,
-  });
-}
-
 export async function publishPatch(params: PublishParams): Promise<PublishResult> {
   if (params.patch.trim() === '') throw new PublishError('the patch is empty; nothing to publish');
   if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/i.test(params.baseCommit)) {
     throw new PublishError(`the base commit is not a full commit id: ${params.baseCommit}`);
   }
-  const git = params.git ?? runGit;
-  const delays = params.retryDelaysMs ?? GIT_RETRY_DELAYS_MS;
   const branch = branchFor(params.issueNumber);
-  await mkdir(params.workRoot, { recursive: true });
   // The owner's pid in the name: start-up cleanup removes only what no live process owns.
-  const dir = await mkdtemp(join(params.workRoot, `publish-${process.pid}-`));
-  const tree = join(dir, 'tree');
-  const home = join(dir, 'home');
-  await mkdir(tree);
-  await mkdir(home);
+  const { dir, tree, home } = await makePublishDir(params.workRoot, `publish-${process.pid}-`);
   try {
     const token = await params.mintToken();
     registerSecret(token);
-    const env = gitEnvironment(home, params.gitUrl, token);
-    const failure = (what: string, r: GitResult, transient = false) =>
-      new PublishError(
-        `${what} failed: ${redactSecrets(r.stderr.trim() || r.stdout.trim()).slice(-2000)}`,
-        { transient },
-      );
-    const run = async (args: string[], what: string): Promise<string> => {
-      const r = await git(args, { cwd: tree, env });
-      if (r.code !== 0) throw failure(what, r);
-      return r.stdout;
-    };
-    /**
-     * A command that talks to the remote: a transient failure (the server's 5xx, a dropped
-     * connection) is tried again after a backoff. `settled` may say the last attempt took
-     * effect after all (a push applied before its answer was lost).
-     */
-    const runRemote = async (
-      args: string[],
-      what: string,
-      settled?: () => Promise<boolean>,
-    ): Promise<string> => {
-      for (let attempt = 0; ; attempt++) {
-        const r = await git(args, { cwd: tree, env });
-        if (r.code === 0) return r.stdout;
-        const transient = TRANSIENT_GIT_FAILURE.test(`${r.stderr}\n${r.stdout}`);
-        if (!transient || attempt >= delays.length) throw failure(what, r, transient);
+    const cmds = gitCommands({
+      git: params.git ?? runGit,
+      cwd: tree,
+      env: gitEnvironment(home, params.gitUrl, token),
+      delays: params.retryDelaysMs ?? GIT_RETRY_DELAYS_MS,
+      onRetry: (what, attempt, r) =>
         params.log.warn(
-          { what, attempt: attempt + 1, error: redactSecrets(r.stderr.trim()).slice(-300) },
+          { what, attempt, error: redactSecrets(r.stderr.trim()).slice(-300) },
           'git failed transiently; retrying',
-        );
-        await new Promise((resolve) => setTimeout(resolve, delays[attempt]));
-        if (settled && (await settled())) return '';
-      }
-    };
-    const remoteHead = async (): Promise<string> => {
-      const out = await runRemote(
-        ['ls-remote', params.gitUrl, `refs/heads/${branch}`],
-        'reading the remote branch',
-      );
-      return out.split(/\s+/)[0] ?? '';
-    };
-
-    const commitAndPush = async (): Promise<string> => {
-      const head = await commitPatch({
-        run,
-        remote: runRemote,
-        dir,
-        gitUrl: params.gitUrl,
-        from: { commit: params.baseCommit, what: 'the base commit' },
-        patch: params.patch,
-        message: commitMessage(params),
-        bot: params.bot,
-      });
-
-      // Force only over what we saw: a retry replaces our own branch, but a push that raced us
-      // (ours or a human's) is not silently overwritten - also when a push is tried again.
-      const expected = await remoteHead();
-      await runRemote(
-        [
-          'push',
-          '-q',
-          `--force-with-lease=refs/heads/${branch}:${expected}`,
-          params.gitUrl,
-          `HEAD:refs/heads/${branch}`,
-        ],
-        `pushing ${branch}`,
-        async () => (await remoteHead()) === head,
-      );
-      params.log.info({ branch, commit: head, retry: expected !== '' }, 'pushed branch');
-      return head;
-    };
+        ),
+    });
+    const remoteHead = () =>
+      remoteBranchHead(cmds, params.gitUrl, branch, 'reading the remote branch');
 
     let commit: string;
     if (params.pushedCommit && (await remoteHead()) === params.pushedCommit) {
       commit = params.pushedCommit;
       params.log.info({ branch, commit }, 'branch already pushed; finishing the pull request');
     } else {
-      commit = await commitAndPush();
+      commit = await commitAndPush(params, cmds, dir, branch, remoteHead);
       await params.onPushed?.(commit);
     }
-
     const pr = await ensureDraftPullRequest(params.octokit, {
       owner: params.owner,
       repo: params.repo,
@@ -251,19 +143,7 @@ export async function publishPatch(params: PublishParams): Promise<PublishResult
       ),
       body: params.body,
     });
-    let reviewRequested = false;
-    try {
-      await params.octokit.rest.pulls.requestReviewers({
-        owner: params.owner,
-        repo: params.repo,
-        pull_number: pr.number,
-        reviewers: [params.coAuthor.login],
-      });
-      reviewRequested = true;
-    } catch (error) {
-      // 422 when the person cannot review (e.g. not a collaborator any more): the PR still stands.
-      params.log.warn({ err: error, pr: pr.number }, 'review request failed');
-    }
+    const reviewRequested = await requestReview(params, pr.number);
     return {
       branch,
       commit,
@@ -274,6 +154,60 @@ export async function publishPatch(params: PublishParams): Promise<PublishResult
     };
   } finally {
     await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The patch committed on the base commit and pushed to `branch`; its commit id. */
+async function commitAndPush(
+  params: PublishParams,
+  cmds: GitCommands,
+  dir: string,
+  branch: string,
+  remoteHead: () => Promise<string>,
+): Promise<string> {
+  const head = await commitPatch({
+    run: cmds.run,
+    remote: cmds.remote,
+    dir,
+    gitUrl: params.gitUrl,
+    from: { commit: params.baseCommit, what: 'the base commit' },
+    patch: params.patch,
+    message: commitMessage(params),
+    bot: params.bot,
+  });
+
+  // Force only over what we saw: a retry replaces our own branch, but a push that raced us
+  // (ours or a human's) is not silently overwritten - also when a push is tried again.
+  const expected = await remoteHead();
+  await cmds.remote(
+    [
+      'push',
+      '-q',
+      `--force-with-lease=refs/heads/${branch}:${expected}`,
+      params.gitUrl,
+      `HEAD:refs/heads/${branch}`,
+    ],
+    `pushing ${branch}`,
+    async () => (await remoteHead()) === head,
+  );
+  params.log.info({ branch, commit: head, retry: expected !== '' }, 'pushed branch');
+  return head;
+}
+
+/** Asks the person who asked for the run to review it; false when GitHub refused. */
+async function requestReview(params: PublishParams, prNumber: number): Promise<boolean> {
+  try {
+    await params.octokit.rest.pulls.requestReviewers({
+      owner: params.owner,
+      repo: params.repo,
+      pull_number: prNumber,
+      reviewers: [params.coAuthor.login],
+    });
+    return true;
+  } catch (error) {
+    // 422 when the person cannot review (e.g. not a collaborator any more): the PR still stands.
+    params.log.warn({ err: error, pr: prNumber }, 'review request failed');
+    return false;
   }
 }
 

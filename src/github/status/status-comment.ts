@@ -53,120 +53,7 @@ export function renderStatus(
   state: StatusState,
   meta: { runId?: string; trigger?: string; runPageUrl?: string } = {},
 ): string {
-  const lines: string[] = [STATUS_MARKER];
-  switch (state.kind) {
-    case 'queued':
-      lines.push(
-        state.requeued
-          ? `🐸 **frognano**: the previous attempt was interrupted by a restart; queued again (position ${state.position}).`
-          : `🐸 **frognano**: queued (position ${state.position}).`,
-      );
-      lines.push('', 'Comment `/frognano cancel` to cancel.');
-      break;
-    case 'running': {
-      const step =
-        state.step !== undefined && state.maxSteps !== undefined
-          ? ` (step ${state.step}/${state.maxSteps})`
-          : '';
-      const several = state.attempts !== undefined && Object.keys(state.attempts).length > 0;
-      const waiting = state.waiting ?? [];
-      const doing =
-        !several && waiting.length > 0 ? 'waiting for a model slot' : PHASE_WORDS[state.phase];
-      lines.push(`🐸 **frognano**: running: ${doing}${several ? '' : step}.`);
-      if (several) {
-        const of = state.maxSteps !== undefined ? `/${state.maxSteps}` : '';
-        const progress = Object.entries(state.attempts!)
-          .sort(([a], [b]) => Number(a) - Number(b))
-          .map(
-            ([k, n]) =>
-              `attempt ${k}: step ${n}${of}${waiting.includes(Number(k)) ? ', waiting for a model slot' : ''}${VERIFICATION_WORDS[state.verification?.[Number(k)] ?? 'none']}`,
-          );
-        lines.push('', `Parallel attempts: ${progress.join(' · ')}.`);
-      }
-      if (waiting.length > 0) {
-        lines.push(
-          '',
-          'Every model endpoint is serving as many runs as it may at once; the wait does not count against the time limit.',
-        );
-      }
-      if (state.retried) {
-        lines.push(
-          '',
-          'The previous attempt was interrupted (a restart, or its worker was lost); this is the last try.',
-        );
-      }
-      lines.push('', 'Comment `/frognano cancel` to stop it.');
-      break;
-    }
-    case 'done':
-      lines.push(
-        `🐸 **frognano**: opened draft pull request #${state.prNumber} (${state.prUrl}) for human review.`,
-      );
-      if (state.verified) lines.push('', state.verified);
-      if (state.partial) {
-        lines.push('', 'The model stopped on a limit, so the change may be incomplete.');
-      }
-      lines.push(
-        '',
-        'Not right? Review the draft, or ' +
-          RETRY_HINT.charAt(0).toLowerCase() +
-          RETRY_HINT.slice(1),
-      );
-      break;
-    case 'revised':
-      lines.push(
-        `🐸 **frognano**: pushed revision ${state.revision} to this pull request: ${state.commit}.`,
-      );
-      if (state.verified) lines.push('', state.verified);
-      if (state.partial) {
-        lines.push('', 'The model stopped on a limit, so the change may be incomplete.');
-      }
-      if (state.threads > 0) {
-        lines.push(
-          '',
-          `Answered ${state.replies} of the ${state.threads} review thread${state.threads === 1 ? '' : 's'} it was given.`,
-        );
-      }
-      if (!state.bodyUpdated) {
-        lines.push('', 'The description could not be updated with this revision.');
-      }
-      lines.push('', 'Still not right? Comment `/frognano <what to change>` or review again.');
-      break;
-    case 'no-change':
-      lines.push(
-        `🐸 **frognano**: ${state.followUp ? 'no new commit' : 'no pull request'}: ${state.reason}`,
-      );
-      if (state.finalMessage.trim()) {
-        lines.push('', "The model's final message:", '', quote(state.finalMessage));
-      }
-      lines.push('', state.followUp ? FOLLOW_UP_HINT : RETRY_HINT);
-      break;
-    case 'failed':
-      lines.push(`🐸 **frognano**: the run failed: ${state.reason}`);
-      if (state.detail?.trim()) lines.push('', fence(tail(redactSecrets(state.detail), 3000)));
-      lines.push('', state.followUp ? FOLLOW_UP_HINT : RETRY_HINT);
-      break;
-    case 'cancelled':
-      lines.push(
-        `🐸 **frognano**: cancelled${state.by ? ` by @${state.by}` : ''}. Comment \`/frognano retry\` to start again.`,
-      );
-      break;
-    case 'interrupted':
-      lines.push(
-        '🐸 **frognano**: interrupted: the app is shutting down. The run will be queued again once when it restarts.',
-      );
-      break;
-    case 'full':
-      lines.push(
-        `🐸 **frognano**: not queued: ${state.repo} already has ${state.limit} run${state.limit === 1 ? '' : 's'} waiting, the most this server queues per repository (\`FROGNANO_MAX_QUEUED_PER_REPO\`). ${state.followUp ? 'Comment `/frognano <what to change>` again' : 'Comment `/frognano retry`'} once some have started.`,
-      );
-      break;
-    case 'busy':
-      lines.push(
-        `🐸 **frognano**: a run for this issue is already ${state.state}. Comment \`/frognano cancel\` to stop it, then \`/frognano retry\` to start again.`,
-      );
-      break;
-  }
+  const lines: string[] = [STATUS_MARKER, ...stateLines(state)];
   const notes = 'notes' in state ? (state.notes ?? []) : [];
   if (notes.length > 0) lines.splice(2, 0, '', ...notes);
   if (meta.runId || meta.trigger) {
@@ -180,6 +67,137 @@ export function renderStatus(
   // Reasons carry error texts (clone, sandbox, model endpoint): whatever secret the process
   // knows of must not reach a public comment through any of them.
   return redactSecrets(lines.join('\n'));
+}
+
+type StateOf<K extends StatusState['kind']> = Extract<StatusState, { kind: K }>;
+
+/** The comment's own lines for `state`: its headline first, then what follows from it. */
+function stateLines(state: StatusState): string[] {
+  switch (state.kind) {
+    case 'queued':
+      return [
+        state.requeued
+          ? `🐸 **frognano**: the previous attempt was interrupted by a restart; queued again (position ${state.position}).`
+          : `🐸 **frognano**: queued (position ${state.position}).`,
+        '',
+        'Comment `/frognano cancel` to cancel.',
+      ];
+    case 'running':
+      return runningLines(state);
+    case 'done':
+      return doneLines(state);
+    case 'revised':
+      return revisedLines(state);
+    case 'no-change':
+      return noChangeLines(state);
+    case 'failed': {
+      const lines = [`🐸 **frognano**: the run failed: ${state.reason}`];
+      if (state.detail?.trim()) lines.push('', fence(tail(redactSecrets(state.detail), 3000)));
+      lines.push('', state.followUp ? FOLLOW_UP_HINT : RETRY_HINT);
+      return lines;
+    }
+    case 'cancelled':
+      return [
+        `🐸 **frognano**: cancelled${state.by ? ` by @${state.by}` : ''}. Comment \`/frognano retry\` to start again.`,
+      ];
+    case 'interrupted':
+      return [
+        '🐸 **frognano**: interrupted: the app is shutting down. The run will be queued again once when it restarts.',
+      ];
+    case 'full':
+      return [
+        `🐸 **frognano**: not queued: ${state.repo} already has ${state.limit} run${state.limit === 1 ? '' : 's'} waiting, the most this server queues per repository (\`FROGNANO_MAX_QUEUED_PER_REPO\`). ${state.followUp ? 'Comment `/frognano <what to change>` again' : 'Comment `/frognano retry`'} once some have started.`,
+      ];
+    case 'busy':
+      return [
+        `🐸 **frognano**: a run for this issue is already ${state.state}. Comment \`/frognano cancel\` to stop it, then \`/frognano retry\` to start again.`,
+      ];
+  }
+}
+
+/** The phase (or the parallel attempts' steps), a wait for a model slot, a last try. */
+function runningLines(state: StateOf<'running'>): string[] {
+  const lines: string[] = [];
+  const step =
+    state.step !== undefined && state.maxSteps !== undefined
+      ? ` (step ${state.step}/${state.maxSteps})`
+      : '';
+  const several = state.attempts !== undefined && Object.keys(state.attempts).length > 0;
+  const waiting = state.waiting ?? [];
+  const doing =
+    !several && waiting.length > 0 ? 'waiting for a model slot' : PHASE_WORDS[state.phase];
+  lines.push(`🐸 **frognano**: running: ${doing}${several ? '' : step}.`);
+  if (several) {
+    const of = state.maxSteps !== undefined ? `/${state.maxSteps}` : '';
+    const progress = Object.entries(state.attempts!)
+      .sort(([a], [b]) => Number(a) - Number(b))
+      .map(
+        ([k, n]) =>
+          `attempt ${k}: step ${n}${of}${waiting.includes(Number(k)) ? ', waiting for a model slot' : ''}${VERIFICATION_WORDS[state.verification?.[Number(k)] ?? 'none']}`,
+      );
+    lines.push('', `Parallel attempts: ${progress.join(' · ')}.`);
+  }
+  if (waiting.length > 0) {
+    lines.push(
+      '',
+      'Every model endpoint is serving as many runs as it may at once; the wait does not count against the time limit.',
+    );
+  }
+  if (state.retried) {
+    lines.push(
+      '',
+      'The previous attempt was interrupted (a restart, or its worker was lost); this is the last try.',
+    );
+  }
+  lines.push('', 'Comment `/frognano cancel` to stop it.');
+  return lines;
+}
+
+function doneLines(state: StateOf<'done'>): string[] {
+  const lines = [
+    `🐸 **frognano**: opened draft pull request #${state.prNumber} (${state.prUrl}) for human review.`,
+  ];
+  if (state.verified) lines.push('', state.verified);
+  if (state.partial) {
+    lines.push('', 'The model stopped on a limit, so the change may be incomplete.');
+  }
+  lines.push(
+    '',
+    'Not right? Review the draft, or ' + RETRY_HINT.charAt(0).toLowerCase() + RETRY_HINT.slice(1),
+  );
+  return lines;
+}
+
+function revisedLines(state: StateOf<'revised'>): string[] {
+  const lines = [
+    `🐸 **frognano**: pushed revision ${state.revision} to this pull request: ${state.commit}.`,
+  ];
+  if (state.verified) lines.push('', state.verified);
+  if (state.partial) {
+    lines.push('', 'The model stopped on a limit, so the change may be incomplete.');
+  }
+  if (state.threads > 0) {
+    lines.push(
+      '',
+      `Answered ${state.replies} of the ${state.threads} review thread${state.threads === 1 ? '' : 's'} it was given.`,
+    );
+  }
+  if (!state.bodyUpdated) {
+    lines.push('', 'The description could not be updated with this revision.');
+  }
+  lines.push('', 'Still not right? Comment `/frognano <what to change>` or review again.');
+  return lines;
+}
+
+function noChangeLines(state: StateOf<'no-change'>): string[] {
+  const lines = [
+    `🐸 **frognano**: ${state.followUp ? 'no new commit' : 'no pull request'}: ${state.reason}`,
+  ];
+  if (state.finalMessage.trim()) {
+    lines.push('', "The model's final message:", '', quote(state.finalMessage));
+  }
+  lines.push('', state.followUp ? FOLLOW_UP_HINT : RETRY_HINT);
+  return lines;
 }
 
 function quote(text: string): string {
