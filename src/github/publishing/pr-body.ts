@@ -197,7 +197,7 @@ export function attemptsTable(
   const rows = attempts.map((a) =>
     [
       a.selected ? `${a.attempt} (${chosen})` : String(a.attempt),
-      a.exitReason ? codeCell(a.exitReason) : textCell(a.outcome),
+      a.exitReason ? codeCell(a.exitReason) : outcomeCell(a.outcome),
       String(a.steps),
       String(a.promptTokens + a.completionTokens),
       textCell(a.testsText),
@@ -348,4 +348,9 @@ export function changesSection(result: RunResult): string {
 /** The step table of the PR body, in full detail (shared with `frognano solve`'s summary). */
 export function trajectoryTable(result: RunResult): string {
   return trajectorySection(result, LEVELS[0] as Detail);
+}
+
+/** A RunOutcome is one of our own words (`sandbox_failed`, nothing to escape); anything else is text. */
+function outcomeCell(outcome: string): string {
+  return /^[a-z]+(?:_[a-z]+)*$/.test(outcome) ? outcome : textCell(outcome);
 }
