@@ -58,44 +58,11 @@ export interface SessionDeps {
 
 export async function openSession(d: SessionDeps): Promise<ActionSession> {
   const { config, log } = d;
-  const lock = lockDataDir(config.dataDir, ['intake', 'worker'], 'action');
-  let local: Queue<IssueJob>;
-  try {
-    // The workflow's own queue: a shared Redis queue has no place in a workflow run.
-    const env = { ...d.processEnv, FROGNANO_REDIS_URL: undefined };
-    local = await openQueue<IssueJob>({
-      env,
-      dataDir: config.dataDir,
-      concurrency: 1,
-      worker: true,
-    });
-  } catch (error) {
-    lock.release();
-    throw error;
-  }
-  await endLeftovers(local, log);
-  // A data directory kept with a cache would otherwise only grow.
-  await pruneRetention({
-    queue: local,
-    trajectoriesDir: dataPaths.trajectoriesDir(config.dataDir),
-    retentionDays: config.retentionDays,
-    log,
-  });
+  const { local, release } = await openLocalQueue(d);
   const cancel: ActionSession['cancel'] = { asked: false };
   const queue = actionQueue(local, {
     recover: () => recoverRecord(d),
-    cancelRemote: async (key) => {
-      cancel.asked = true;
-      const target = { owner: d.decision.owner, repo: d.decision.repo };
-      const issue = { ...target, issueNumber: d.decision.issueNumber };
-      cancel.runId = await requestRemoteCancel(
-        await d.github.client(),
-        issue,
-        await d.github.login(),
-      );
-      log.info({ key, runId: cancel.runId }, 'cancel asked of the run in another workflow run');
-      return cancel.runId;
-    },
+    cancelRemote: (key) => cancelRemote(d, key, cancel),
     job: jobOf(d.decision),
   });
   const results = new Map<string, RunResult>();
@@ -121,7 +88,7 @@ export async function openSession(d: SessionDeps): Promise<ActionSession> {
       return use(decision, octokit);
     },
   });
-  const session: ActionSession = {
+  return {
     queue,
     local,
     intake,
@@ -135,11 +102,65 @@ export async function openSession(d: SessionDeps): Promise<ActionSession> {
       await intake.stop();
       await workers.stop();
       await fleet.close();
-      await local.close();
-      lock.release();
+      await release();
     },
   };
-  return session;
+}
+
+/**
+ * The data directory's lock and queue, with what an earlier workflow run may have left there
+ * (a cached directory) ended or pruned; given back if any of it fails.
+ */
+async function openLocalQueue(
+  d: SessionDeps,
+): Promise<{ local: Queue<IssueJob>; release: () => Promise<void> }> {
+  const { config, log } = d;
+  const lock = lockDataDir(config.dataDir, ['intake', 'worker'], 'action');
+  let local: Queue<IssueJob> | undefined;
+  const release = async () => {
+    await local?.close();
+    lock.release();
+  };
+  try {
+    // The workflow's own queue: a shared Redis queue has no place in a workflow run.
+    const env = { ...d.processEnv, FROGNANO_REDIS_URL: undefined };
+    local = await openQueue<IssueJob>({
+      env,
+      dataDir: config.dataDir,
+      concurrency: 1,
+      worker: true,
+    });
+    await endLeftovers(local, log);
+    // A data directory kept with a cache would otherwise only grow.
+    await pruneRetention({
+      queue: local,
+      trajectoriesDir: dataPaths.trajectoriesDir(config.dataDir),
+      retentionDays: config.retentionDays,
+      log,
+    });
+    return { local, release };
+  } catch (error) {
+    await release();
+    throw error;
+  }
+}
+
+/** Intake's cancel, after the sender's permission check: asked of the run on the issue. */
+async function cancelRemote(
+  d: SessionDeps,
+  key: string,
+  cancel: ActionSession['cancel'],
+): Promise<string | undefined> {
+  cancel.asked = true;
+  const { owner, repo, issueNumber } = d.decision;
+  const client = await d.github.client();
+  cancel.runId = await requestRemoteCancel(
+    client,
+    { owner, repo, issueNumber },
+    await d.github.login(),
+  );
+  d.log.info({ key, runId: cancel.runId }, 'cancel asked of the run in another workflow run');
+  return cancel.runId;
 }
 
 /** Intake and the worker share the status comment's lock, as in the App. */

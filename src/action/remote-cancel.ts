@@ -67,20 +67,40 @@ export async function requestRemoteCancel(
   return state.runId;
 }
 
+type CancelReaction = { id: number; created_at: string };
+
+/**
+ * The bot's cancel reactions on the comment. With `cache`, asked conditionally (the last ETag):
+ * an unchanged answer is a 304, which GitHub does not count against the token's rate limit
+ * (the workflow token's is 1,000 requests an hour for the repository, every run's polls included).
+ */
 async function cancelReactions(
   octokit: GitHubClient,
   issue: IssueRef,
   commentId: number,
   login: string,
-): Promise<{ id: number; created_at: string }[]> {
-  const { data } = await octokit.rest.reactions.listForIssueComment({
-    owner: issue.owner,
-    repo: issue.repo,
-    comment_id: commentId,
-    content: CANCEL_REACTION,
-    per_page: 100,
-  });
-  return data.filter((r) => r.user?.login.toLowerCase() === login.toLowerCase());
+  cache?: { etag?: string; reactions?: CancelReaction[] },
+): Promise<CancelReaction[]> {
+  let answer;
+  try {
+    answer = await octokit.rest.reactions.listForIssueComment({
+      owner: issue.owner,
+      repo: issue.repo,
+      comment_id: commentId,
+      content: CANCEL_REACTION,
+      per_page: 100,
+      ...(cache?.etag ? { headers: { 'if-none-match': cache.etag } } : {}),
+    });
+  } catch (error) {
+    if ((error as { status?: number }).status === 304 && cache?.reactions) return cache.reactions;
+    throw error;
+  }
+  const mine = answer.data.filter((r) => r.user?.login.toLowerCase() === login.toLowerCase());
+  if (cache) {
+    cache.etag = answer.headers.etag;
+    cache.reactions = mine;
+  }
+  return mine;
 }
 
 export async function removeCancelReactions(
@@ -100,7 +120,7 @@ export async function removeCancelReactions(
 }
 
 export interface CancelWatch {
-  /** Stops looking; with `cleanUp`, removes the cancel reaction that stopped the run. */
+  /** Stops looking, and takes back the cancel reaction that stopped the run. */
   stop(): Promise<void>;
 }
 
@@ -121,11 +141,14 @@ export interface WatchCancelOptions {
 export function watchCancel(o: WatchCancelOptions): CancelWatch {
   let seenOn: number | undefined;
   let checking: Promise<void> | undefined;
+  const cache: { commentId?: number; etag?: string; reactions?: CancelReaction[] } = {};
   const check = async () => {
     const id = await o.commentId();
     if (id === undefined || seenOn !== undefined) return;
+    if (cache.commentId !== id) Object.assign(cache, { commentId: id, etag: undefined });
     const since = o.since() ?? 0;
-    const reactions = await cancelReactions(await o.client(), o.issue, id, await o.login());
+    const login = await o.login();
+    const reactions = await cancelReactions(await o.client(), o.issue, id, login, cache);
     if (!reactions.some((r) => Date.parse(r.created_at) >= since)) return;
     seenOn = id;
     o.log.info({ commentId: id }, 'cancel requested by another workflow run: stopping the run');

@@ -113,6 +113,11 @@ describe("the README's workflow", () => {
     expect(job.concurrency.group).toContain("'/frognano cancel'");
   });
 
+  it("leaves bots out before a runner is taken (the App's own comments start workflows)", () => {
+    expect(job.if).toMatch(/^github\.event\.sender\.type != 'Bot' && \(/);
+    for (const event of Object.keys(workflow.on)) expect(job.if).toContain(`'${event}'`);
+  });
+
   it('uses the action with the required input', () => {
     const step = job.steps.find((s) => s.uses?.includes('frognano-bot@'));
     expect(step?.with?.['model-url']).toMatch(/^http/);
