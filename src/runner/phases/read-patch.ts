@@ -8,7 +8,7 @@ import { patchFacts } from '../patch-facts.js';
 import { DEFAULT_MAX_PATCH_BYTES } from '../patch-policy.js';
 import type { RunContext } from '../run-context.js';
 import type { PatchFacts } from '../run-types.js';
-import type { AppliedPatch } from '../workspace.js';
+import type { AppliedPatch } from '../patch-changes.js';
 import type { Attempt } from './agent.js';
 import type { Prepared } from './config.js';
 import { verdictSetsAside } from './previous-revisions.js';
