@@ -19,7 +19,7 @@ import {
 } from '../src/sandbox/docker-engine.js';
 import { DEFAULT_SANDBOX_IMAGE } from '../src/sandbox/docker-sandbox.js';
 import { runPipeline, type PipelineDeps } from '../src/runner/run.js';
-import { ATTEMPT_HEADER } from '../src/runner/phases/attempts.js';
+import { ATTEMPT_HEADER } from '../src/runner/phases/connect-model.js';
 import type { RunResult, SandboxKind } from '../src/runner/run-types.js';
 import { FIXED_CALC, ISSUE_TEXT, createPythonRepo } from '../test/support/python-repo.js';
 import {

@@ -34,7 +34,7 @@ export const SOLVE_EXIT = {
 
 /** The files a run writes into --out; a previous run's copies are removed first. */
 const OUTPUT_FILES = ['trajectory.json', 'trajectory.html', 'patch.diff', 'summary.md'];
-/** Attempt K's folder in a run with several (runner/phases/attempts.ts, publish-input.ts). */
+/** Attempt K's folder in a run with several (runner/phases/agent.ts, select.ts). */
 const ATTEMPT_DIR = /^attempt-[1-9]\d*$/;
 /** What a run writes into an attempt's folder, with writeFileAtomic's temporary files. */
 const ATTEMPT_FILE = /^(?:patch\.diff|trajectory\.json(?:\.\d+\.[0-9a-f]{8}\.tmp)?)$/;

@@ -1,5 +1,5 @@
 // The run's one host clone is changed and put back by git's reading of each patch
-// (analyzePatch) and copied into every sandbox brought up from it: they take turns, so an
+// (phases/read-patch.ts) and copied into every sandbox brought up from it: they take turns, so an
 // attempt verified early never copies a tree another attempt's patch is applied to.
 const turns = new WeakMap<object, Promise<unknown>>();
 

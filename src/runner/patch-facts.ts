@@ -6,7 +6,7 @@
 import path from 'node:path';
 import picomatch from 'picomatch';
 import type { PatchFacts } from './run-types.js';
-import type { AppliedChange } from './workspace.js';
+import type { AppliedChange } from './patch-changes.js';
 
 // Files that decide how the test command runs or what it reports, at any depth. Whole files
 // count (pyproject.toml and setup.cfg included, though only some sections configure tests):

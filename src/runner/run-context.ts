@@ -1,6 +1,7 @@
 // What every phase of one run shares: the request and its dependencies, the logger, the
-// cancellation signal, the result being filled in, progress reports, phase timings, and
-// what must be cleaned up whatever happens (sandboxes, the work directory).
+// cancellation signal, progress reports, phase timings, and what must be cleaned up whatever
+// happens (sandboxes, the work directory). What the phases make is theirs: each returns its
+// piece, and run.ts assembles the result from them (assemble-result.ts).
 import { setMaxListeners } from 'node:events';
 import path from 'node:path';
 import type Docker from 'dockerode';
@@ -9,13 +10,11 @@ import { log as defaultLogger } from '../log.js';
 import type { Model } from '../leaf/model.js';
 import type { ModelConfigInput } from '../leaf/openai-model.js';
 import type { ModelFleet } from '../model-fleet/fleet.js';
-import { DEFAULT_MAX_STEPS } from '../leaf/protocol.js';
 import type { Sandbox } from '../leaf/sandbox.js';
 import { SandboxLimitExceeded } from '../sandbox/disk-guard.js';
 import type { DockerSandboxLimits } from '../sandbox/docker-sandbox.js';
 import { errorText } from './command-output.js';
-import { DEFAULT_TIMEOUT_MINUTES } from './repo-config.js';
-import type { RunOutcome, RunPhase, RunProgress, RunRequest, RunResult } from './run-types.js';
+import type { RunOutcome, RunPhase, RunProgress, RunRequest } from './run-types.js';
 import { registerActiveRun } from './run-signals.js';
 import type { Workspace } from './workspace.js';
 import { dataPaths } from '../data-dir.js';
@@ -75,8 +74,10 @@ export interface RunContext {
   readonly workRoot: string;
   /** Aborted by the caller's signal, SIGINT/SIGTERM, or nothing. */
   readonly signal: AbortSignal;
-  readonly result: RunResult;
+  /** Milliseconds per phase, as `phase` measures them: the result reports them. */
+  readonly timings: Partial<Record<RunPhase, number>>;
   currentPhase: RunPhase;
+  /** The work directory, once clone made it: cleanup removes it. */
   workspace?: Workspace;
   /** Every sandbox still up; cleanup disposes them all. */
   readonly sandboxes: Set<Sandbox>;
@@ -87,14 +88,17 @@ export interface RunContext {
   /** True once the agent phase starts; false when the run ends before it does. */
   readonly agentStarted: Promise<boolean>;
   report(event: RunProgress): void;
-  /** Runs `fn` as the named phase: reports it, adds its time to `timings`. */
-  phase<T>(name: RunPhase, fn: () => Promise<T>): Promise<T>;
-  /** Ends the run with `failure` (or as cancelled, when it was). */
-  stop(failure: Failure): RunResult;
+  /**
+   * Runs `fn` as the named phase: reports it (with `shown`, e.g. the agent's time limit), adds
+   * its time to `timings`.
+   */
+  phase<T>(name: RunPhase, fn: () => Promise<T>, shown?: { timeoutMs?: number }): Promise<T>;
+  /** How the run ends with `failure`: as cancelled, when it was. */
+  ending(failure: Failure): Failure;
   /** A container that will not go is the reaper's; it must not cost the run its result. */
   dispose(sandbox: Sandbox | undefined): Promise<void>;
-  /** Always, last: sandboxes and the work directory go, wall time recorded. */
-  finish(): Promise<void>;
+  /** Always, last: sandboxes and the work directory go. The run's wall time, in ms. */
+  finish(): Promise<number>;
 }
 
 export function startRun(request: RunRequest, deps: PipelineDeps): RunContext {
@@ -102,9 +106,78 @@ export function startRun(request: RunRequest, deps: PipelineDeps): RunContext {
   const env = deps.env ?? process.env;
   const dataDir = path.resolve(deps.dataDir ?? env.FROGNANO_DATA_DIR ?? './data');
   const started = performance.now();
+  const agent = agentGate();
+  const signal = runSignal(request, deps);
+  const timings: RunContext['timings'] = {};
+  const run: RunContext = {
+    request,
+    deps,
+    log,
+    env,
+    dataDir,
+    cacheDir: deps.cacheDir ?? dataPaths.cacheDir(dataDir),
+    workRoot: deps.workRoot ?? dataPaths.runsDir(dataDir),
+    signal: signal.signal,
+    timings,
+    currentPhase: 'clone',
+    sandboxes: new Set(),
+    cleanups: [],
+    starting: [],
+    agentStarted: agent.started,
+    report(event) {
+      try {
+        request.onProgress?.(event);
+      } catch (error) {
+        log.warn({ err: String(error) }, 'progress callback failed');
+      }
+    },
+    async phase(name, fn, shown) {
+      run.currentPhase = name;
+      if (name === 'agent') agent.reach(true);
+      run.report({ kind: 'phase', phase: name, ...shown });
+      const t0 = performance.now();
+      try {
+        return await fn();
+      } finally {
+        timings[name] = Math.round((timings[name] ?? 0) + performance.now() - t0);
+      }
+    },
+    ending: ({ outcome, error }) =>
+      run.signal.aborted
+        ? { outcome: 'cancelled', error: 'the run was cancelled' }
+        : { outcome, error },
+    async dispose(sandbox) {
+      if (!sandbox) return;
+      run.sandboxes.delete(sandbox);
+      await sandbox
+        .dispose()
+        .catch((e: unknown) =>
+          log.error({ err: errorText(e) }, 'sandbox removal failed; reap will finish it'),
+        );
+    },
+    async finish() {
+      agent.reach(false);
+      await run.phase('cleanup', () => cleanUp(run)).catch(() => undefined);
+      const wallMs = Math.round(performance.now() - started);
+      signal.release();
+      return wallMs;
+    },
+  };
+  return run;
+}
 
-  let reachAgent!: (reached: boolean) => void;
-  const agentStarted = new Promise<boolean>((resolve) => (reachAgent = resolve));
+/** `started` resolves once: true when the agent phase starts, false when the run ends first. */
+function agentGate(): { started: Promise<boolean>; reach(reached: boolean): void } {
+  let reach!: (reached: boolean) => void;
+  const started = new Promise<boolean>((resolve) => (reach = resolve));
+  return { started, reach };
+}
+
+/** The run's own signal: the caller's, and SIGINT/SIGTERM while the run is active. */
+function runSignal(
+  request: RunRequest,
+  deps: PipelineDeps,
+): { signal: AbortSignal; release(): void } {
   const controller = new AbortController();
   // Every attempt's tool calls and model requests listen on this one signal at once: up to 8
   // attempts, a few listeners each, is expected, not a leak.
@@ -116,90 +189,36 @@ export function startRun(request: RunRequest, deps: PipelineDeps): RunContext {
     deps.handleSignals === false
       ? () => undefined
       : registerActiveRun(() => controller.abort(new Error('interrupted by a signal')));
-
-  const result = emptyResult(request);
-  const run: RunContext = {
-    request,
-    deps,
-    log,
-    env,
-    dataDir,
-    cacheDir: deps.cacheDir ?? dataPaths.cacheDir(dataDir),
-    workRoot: deps.workRoot ?? dataPaths.runsDir(dataDir),
+  return {
     signal: controller.signal,
-    result,
-    currentPhase: 'clone',
-    sandboxes: new Set(),
-    cleanups: [],
-    starting: [],
-    agentStarted,
-    report(event) {
-      try {
-        request.onProgress?.(event);
-      } catch (error) {
-        log.warn({ err: String(error) }, 'progress callback failed');
-      }
-    },
-    async phase(name, fn) {
-      run.currentPhase = name;
-      if (name === 'agent') reachAgent(true);
-      run.report({
-        kind: 'phase',
-        phase: name,
-        ...(name === 'agent' ? { timeoutMs: result.budgets.timeoutMs } : {}),
-      });
-      const t0 = performance.now();
-      try {
-        return await fn();
-      } finally {
-        result.timings[name] = Math.round((result.timings[name] ?? 0) + performance.now() - t0);
-      }
-    },
-    stop({ outcome, error }) {
-      result.outcome = run.signal.aborted ? 'cancelled' : outcome;
-      result.error = run.signal.aborted ? 'the run was cancelled' : error;
-      return result;
-    },
-    async dispose(sandbox) {
-      if (!sandbox) return;
-      run.sandboxes.delete(sandbox);
-      await sandbox
-        .dispose()
-        .catch((e: unknown) =>
-          log.error({ err: errorText(e) }, 'sandbox removal failed; reap will finish it'),
-        );
-    },
-    async finish() {
-      reachAgent(false);
-      await run
-        .phase('cleanup', async () => {
-          const errors: string[] = [];
-          // A sandbox that finishes starting may start others (the verification pool).
-          for (let seen = -1; seen !== run.starting.length;) {
-            seen = run.starting.length;
-            await Promise.allSettled(run.starting);
-          }
-          await Promise.all(
-            [...run.sandboxes].map((s) =>
-              s.dispose().catch((e: unknown) => errors.push(`sandbox: ${errorText(e)}`)),
-            ),
-          );
-          run.sandboxes.clear();
-          for (const cleanup of run.cleanups)
-            await cleanup().catch((e: unknown) => errors.push(errorText(e)));
-          await run.workspace
-            ?.dispose()
-            .catch((e: unknown) => errors.push(`work directory: ${errorText(e)}`));
-          if (errors.length > 0)
-            log.error({ errors }, 'cleanup incomplete; `frognano reap` will finish it');
-        })
-        .catch(() => undefined);
+    release() {
       request.signal?.removeEventListener('abort', onCallerAbort);
-      result.budgets.wallMs = Math.round(performance.now() - started);
       unregister();
     },
   };
-  return run;
+}
+
+/** The cleanup phase: every sandbox (those still starting too), then images, the work directory. */
+async function cleanUp(run: RunContext): Promise<void> {
+  const errors: string[] = [];
+  // A sandbox that finishes starting may start others (the verification pool).
+  for (let seen = -1; seen !== run.starting.length;) {
+    seen = run.starting.length;
+    await Promise.allSettled(run.starting);
+  }
+  await Promise.all(
+    [...run.sandboxes].map((s) =>
+      s.dispose().catch((e: unknown) => errors.push(`sandbox: ${errorText(e)}`)),
+    ),
+  );
+  run.sandboxes.clear();
+  for (const cleanup of run.cleanups)
+    await cleanup().catch((e: unknown) => errors.push(errorText(e)));
+  await run.workspace
+    ?.dispose()
+    .catch((e: unknown) => errors.push(`work directory: ${errorText(e)}`));
+  if (errors.length > 0)
+    run.log.error({ errors }, 'cleanup incomplete; `frognano reap` will finish it');
 }
 
 /** An unexpected error: a limit the disk guard hit, else a failure named after the phase. */
@@ -227,27 +246,4 @@ export function limitOf(
     if (limit) return limit;
   }
   return undefined;
-}
-
-function emptyResult(request: RunRequest): RunResult {
-  return {
-    runId: request.runId,
-    outcome: 'completed',
-    patch: '',
-    partial: false,
-    filesChanged: [],
-    finalMessage: '',
-    violations: [],
-    steps: [],
-    budgets: {
-      steps: 0,
-      maxSteps: request.overrides?.maxSteps ?? DEFAULT_MAX_STEPS,
-      contextTokens: 0,
-      promptTokens: 0,
-      completionTokens: 0,
-      wallMs: 0,
-      timeoutMs: (request.overrides?.timeoutMinutes ?? DEFAULT_TIMEOUT_MINUTES) * 60_000,
-    },
-    timings: {},
-  };
 }

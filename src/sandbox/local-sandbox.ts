@@ -1,36 +1,21 @@
 // LocalSandbox: the Sandbox seam on the host, for tests and explicit development use only
 // (it isolates files, not processes). It works on a temporary copy of the repository,
 // never on the user's working copy, and runs every command in its own process group so a
-// timeout or dispose() can kill everything the command started.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+// timeout or dispose() can kill everything the command started (local-exec.ts).
 import { randomBytes } from 'node:crypto';
-import { constants as fsConstants, readdirSync, readFileSync } from 'node:fs';
-import { constants as osConstants, setPriority, tmpdir } from 'node:os';
-import {
-  cp,
-  lstat,
-  mkdir,
-  mkdtemp,
-  open,
-  opendir,
-  readlink,
-  realpath,
-  rm,
-  stat,
-  writeFile,
-} from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { cp, lstat, mkdir, mkdtemp, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { type GlobFileSystem, pythonGlob } from '../leaf/python-glob.js';
+import { pythonGlob } from '../leaf/python-glob.js';
 import {
   pathlibJoin,
   pathlibParent,
   pythonRealpath,
   type RealpathFileSystem,
 } from '../leaf/python-path.js';
-import { cpLength, fsencode, fsPath, pyRepr } from '../leaf/python-text.js';
+import { cpLength, fsencode, fsPath } from '../leaf/python-text.js';
 import { z } from 'zod';
-import { TOOL_HELPER_SOURCE } from './sandbox-tool-helper.js';
 import {
   type ExecOptions,
   type ExecResult,
@@ -42,6 +27,22 @@ import {
   type Sandbox,
   SandboxFailure,
 } from '../leaf/sandbox.js';
+import { DEFAULT_PATH, LOCAL_EXEC_MARKER, runLocalCommand } from './local-exec.js';
+import { runFileTool } from './local-file-tool.js';
+import {
+  pythonMkdirParents,
+  readWhole,
+  realpathFileSystem,
+  refuseNul,
+  removeTree,
+} from './local-files.js';
+import { killGroup, sweepUntilGone } from './local-processes.js';
+import { nodeGlobFileSystem } from './node-glob-file-system.js';
+import { pythonOSError } from './python-os-error.js';
+
+export { LOCAL_EXEC_MARKER } from './local-exec.js';
+export { nodeGlobFileSystem } from './node-glob-file-system.js';
+export { pythonOSError } from './python-os-error.js';
 
 export interface LocalSandboxOptions {
   /** The repository to work on; it is copied (with .git) and never modified. */
@@ -52,31 +53,12 @@ export interface LocalSandboxOptions {
   env?: Record<string, string>;
 }
 
-const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
-const SANDBOX_NICENESS = 10;
-// setTimeout fires at once for delays above 2^31-1 ms, so long timeouts are re-armed.
-const MAX_TIMER_MS = 2 ** 31 - 1;
-const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-/** Every command's environment carries this with a per-command value, to find its strays. */
-export const LOCAL_EXEC_MARKER = 'FROGNANO_SANDBOX_EXEC';
-/** Read and Edit run in a Python process (the Docker tool helper's code): at most this long. */
-const FILE_TOOL_TIMEOUT_MS = 120_000;
-/** A Read reply holds at most its observation; anything bigger is not the helper talking. */
-const MAX_FILE_TOOL_REPLY_BYTES = 8 * 1024 * 1024;
-
 const LinesResult = z.object({
   text: z.string(),
   totalChars: z.number().int().nonnegative(),
   realPath: z.string(),
 });
 const EditResult = z.object({ count: z.number().int().positive(), realPath: z.string() });
-const HelperReply = z.union([
-  z.object({ ok: z.literal(true), result: z.unknown() }),
-  z.object({
-    ok: z.literal(false),
-    error: z.object({ pythonType: z.string(), message: z.string() }),
-  }),
-]);
 
 export async function createLocalSandbox(options: LocalSandboxOptions): Promise<LocalSandbox> {
   const source = await stat(options.sourceDir).catch(() => undefined);
@@ -148,7 +130,6 @@ export class LocalSandbox implements Sandbox {
     exposeKill: (kill: () => void) => void,
   ): Promise<ExecResult> {
     const started = performance.now();
-    const cap = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
     const marker = `${this.markerPrefix}${randomBytes(8).toString('hex')}`;
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? DEFAULT_PATH,
@@ -159,114 +140,9 @@ export class LocalSandbox implements Sandbox {
       ...options.env,
       [LOCAL_EXEC_MARKER]: marker,
     };
-    return new Promise<ExecResult>((resolve, reject) => {
-      let child: ChildProcess;
-      try {
-        child = spawn('/bin/bash', ['-lc', command], {
-          cwd: options.cwd ?? this.workdir,
-          env,
-          detached: true,
-          stdio: ['pipe', 'pipe', 'pipe'],
-        });
-      } catch (error) {
-        reject(new SandboxFailure('could not start /bin/bash', { cause: error }));
-        return;
-      }
-      const pid = child.pid;
-      if (pid !== undefined) {
-        this.groups.add(pid);
-        // The agent's commands run on the bot's own CPUs: a lower priority (inherited by
-        // everything they start) keeps webhook acknowledgements and other runs responsive.
-        try {
-          setPriority(pid, SANDBOX_NICENESS);
-        } catch {
-          // The process may already be gone; its result arrives through the usual events.
-        }
-      }
-      const stdout = new CappedStream(cap);
-      const stderr = new CappedStream(cap);
-      child.stdout?.on('data', (chunk: Buffer) => stdout.push(chunk));
-      child.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk));
-      child.stdin?.on('error', () => undefined);
-      child.stdin?.end(options.stdin === undefined ? undefined : Buffer.from(options.stdin));
-
-      let timedOut = false;
-      let killed = false;
-      let timer: NodeJS.Timeout | undefined;
-      let settled = false;
-
-      const finish = (code: number | null, signal: NodeJS.Signals | null): void => {
-        if (settled) return;
-        settled = true;
-        if (timer) clearTimeout(timer);
-        options.signal?.removeEventListener('abort', onAbort);
-        if (pid !== undefined && !groupAlive(pid)) this.groups.delete(pid);
-        resolve({
-          exitCode: signal ? -(osConstants.signals[signal] ?? 9) : (code ?? 0),
-          stdout: stdout.buffer(),
-          stderr: stderr.buffer(),
-          stdoutDroppedChars: stdout.droppedChars,
-          stderrDroppedChars: stderr.droppedChars,
-          timedOut,
-          durationMs: performance.now() - started,
-        });
-      };
-
-      // Like Python's TimeoutExpired: keep what was read until now, kill, wait for bash
-      // only (a process that escaped the group may hold the pipes open forever).
-      const kill = (): void => {
-        if (killed) return;
-        killed = true;
-        stdout.freeze();
-        stderr.freeze();
-        if (pid !== undefined) {
-          // Found before the group dies and orphans them: descendants in other groups.
-          const needle = Buffer.from(`\0${LOCAL_EXEC_MARKER}=${marker}\0`);
-          killProcesses(strayProcesses(pid, needle));
-          killGroup(pid);
-          void sweepUntilGone(pid, needle);
-        }
-        if (child.exitCode !== null || child.signalCode !== null) {
-          child.stdout?.destroy();
-          child.stderr?.destroy();
-          finish(child.exitCode, child.signalCode);
-        }
-      };
-      const onAbort = (): void => kill();
-      exposeKill(kill);
-
-      child.on('error', (error) => {
-        if (settled) return;
-        settled = true;
-        if (timer) clearTimeout(timer);
-        reject(new SandboxFailure('could not run /bin/bash', { cause: error }));
-      });
-      child.on('exit', (code, signal) => {
-        if (!killed) return;
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-        finish(code, signal);
-      });
-      // Normal completion waits for the pipes too, as Python's communicate() does.
-      child.on('close', (code, signal) => finish(code, signal));
-
-      if (options.signal?.aborted) kill();
-      options.signal?.addEventListener('abort', onAbort, { once: true });
-      const timeoutMs = options.timeoutMs;
-      if (timeoutMs !== undefined && Number.isFinite(timeoutMs)) {
-        const deadline = started + Math.max(0, timeoutMs);
-        const arm = (): void => {
-          const left = deadline - performance.now();
-          if (left <= 0) {
-            timedOut = true;
-            kill();
-          } else {
-            timer = setTimeout(arm, Math.min(Math.ceil(left), MAX_TIMER_MS));
-          }
-        };
-        arm();
-      }
-    });
+    const cwd = options.cwd ?? this.workdir;
+    const groups = this.groups;
+    return runLocalCommand({ command, options, cwd, env, marker, started, groups }, exposeKill);
   }
 
   async readFile(path: string): Promise<FileRead> {
@@ -315,81 +191,10 @@ export class LocalSandbox implements Sandbox {
     );
   }
 
-  /**
-   * One request to the Docker tool helper's code run on the host (`python3 --once`), so Read
-   * and Edit work on the file in another process with Python's own semantics, and this
-   * process only receives the bounded observation.
-   */
+  /** Read and Edit with Python's own semantics, in another process (local-file-tool.ts). */
   private fileTool(request: Record<string, unknown>): Promise<unknown> {
     if (this.disposing) return Promise.reject(new SandboxFailure('the local sandbox was disposed'));
-    const body = Buffer.from(JSON.stringify({ id: 1, ...request }), 'utf8');
-    const header = Buffer.alloc(4);
-    header.writeUInt32BE(body.length, 0);
-    return new Promise((resolve, reject) => {
-      const child = spawn(
-        'python3',
-        ['-I', '-S', '-c', TOOL_HELPER_SOURCE, this.workdir, '--once'],
-        {
-          cwd: this.workdir,
-          env: { PATH: process.env.PATH ?? DEFAULT_PATH, HOME: this.homeDir, LANG: 'C.UTF-8' },
-          stdio: ['pipe', 'pipe', 'pipe'],
-        },
-      );
-      const chunks: Buffer[] = [];
-      let size = 0;
-      let stderr = '';
-      let failure: Error | undefined;
-      const timer = setTimeout(() => {
-        failure = new SandboxFailure(
-          `the local file tool did not finish within ${FILE_TOOL_TIMEOUT_MS} ms`,
-        );
-        child.kill('SIGKILL');
-      }, FILE_TOOL_TIMEOUT_MS);
-      child.stdout.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > MAX_FILE_TOOL_REPLY_BYTES) {
-          failure ??= new SandboxFailure('the local file tool sent an oversized reply');
-          child.kill('SIGKILL');
-        } else chunks.push(chunk);
-      });
-      child.stderr.on('data', (chunk: Buffer) => {
-        stderr = (stderr + chunk.toString('utf8')).slice(-2000);
-      });
-      child.stdin.on('error', () => undefined);
-      child.on('error', (error) => {
-        failure ??=
-          errorCode(error) === 'ENOENT'
-            ? new SandboxFailure(
-                'the local sandbox runs Read and Edit with python3; install python3',
-                {
-                  cause: error,
-                },
-              )
-            : new SandboxFailure('could not start python3 for a file tool', { cause: error });
-      });
-      child.on('close', () => {
-        clearTimeout(timer);
-        if (failure) return reject(failure);
-        const reply = Buffer.concat(chunks);
-        const length = reply.length >= 4 ? reply.readUInt32BE(0) : -1;
-        let parsed: z.infer<typeof HelperReply> | undefined;
-        if (length >= 0 && reply.length === 4 + length) {
-          try {
-            parsed = HelperReply.parse(JSON.parse(reply.subarray(4).toString('utf8')));
-          } catch {
-            parsed = undefined;
-          }
-        }
-        if (!parsed) {
-          return reject(
-            new SandboxFailure(`the local file tool failed: ${stderr.trim() || 'no reply'}`),
-          );
-        }
-        if (parsed.ok) resolve(parsed.result);
-        else reject(new PythonError(parsed.error.pythonType, parsed.error.message));
-      });
-      child.stdin.end(Buffer.concat([header, body]));
-    });
+    return runFileTool(request, this);
   }
 
   async writeFile(path: string, data: Uint8Array): Promise<{ realPath: string }> {
@@ -467,345 +272,4 @@ export class LocalSandbox implements Sandbox {
   }
 
   private readonly globFileSystem = nodeGlobFileSystem((path) => this.absolute(path));
-}
-
-/**
- * The file system Python's glob sees, on the host: directory order as the OS lists it
- * (libuv's readdir sorts, opendir does not), symlinks followed for directories.
- */
-export function nodeGlobFileSystem(
-  absolute: (path: string) => string = (path) => path,
-): GlobFileSystem {
-  return {
-    listdir: async (path, dirsOnly) => {
-      // os.scandir raises ValueError here (glob does not catch it); lexists/isdir say False.
-      refuseNul(path, 'scandir: embedded null character in path');
-      const dir = absolute(path);
-      const names: string[] = [];
-      try {
-        for await (const entry of await opendir(dir)) {
-          if (!dirsOnly) {
-            names.push(entry.name);
-            continue;
-          }
-          const mayBeDir =
-            entry.isDirectory() ||
-            entry.isSymbolicLink() ||
-            !(
-              entry.isFile() ||
-              entry.isFIFO() ||
-              entry.isSocket() ||
-              entry.isBlockDevice() ||
-              entry.isCharacterDevice()
-            );
-          const isDir =
-            mayBeDir &&
-            (await stat(join(dir, entry.name)).then(
-              (info) => info.isDirectory(),
-              () => false,
-            ));
-          if (isDir) names.push(entry.name);
-        }
-      } catch {
-        // Python's _iterdir swallows OSError, keeping the names listed so far.
-      }
-      return names;
-    },
-    lexists: (path) =>
-      path.includes('\0')
-        ? Promise.resolve(false)
-        : lstat(absolute(path)).then(
-            () => true,
-            () => false,
-          ),
-    isdir: (path) =>
-      path.includes('\0')
-        ? Promise.resolve(false)
-        : stat(absolute(path)).then(
-            (info) => info.isDirectory(),
-            () => false,
-          ),
-  };
-}
-
-// Reading a device such as /dev/zero would grow without end (Python dies of MemoryError).
-const MAX_SPECIAL_FILE_BYTES = 64 * 1024 * 1024;
-
-/**
- * open() + read() as Python's read_text does them, but safe for the host: a directory is
- * IsADirectoryError (Python checks after open), a FIFO without a writer reads as empty
- * instead of blocking a thread forever, and an endless device stops with MemoryError.
- */
-async function readWhole(target: string, shownPath: string): Promise<Buffer> {
-  const handle = await open(fsPath(target), fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
-  try {
-    const info = await handle.stat();
-    if (info.isDirectory()) {
-      throw pythonOSError(Object.assign(new Error('EISDIR'), { code: 'EISDIR' }), shownPath);
-    }
-    if (info.isFile()) return await handle.readFile();
-    const chunks: Buffer[] = [];
-    let total = 0;
-    for (;;) {
-      const chunk = Buffer.alloc(64 * 1024);
-      let bytesRead: number;
-      try {
-        ({ bytesRead } = await handle.read(chunk, 0, chunk.length, null));
-      } catch (error) {
-        if (errorCode(error) === 'EAGAIN') break;
-        throw error;
-      }
-      if (bytesRead === 0) break;
-      chunks.push(chunk.subarray(0, bytesRead));
-      total += bytesRead;
-      if (total > MAX_SPECIAL_FILE_BYTES) throw new PythonError('MemoryError', '');
-    }
-    return Buffer.concat(chunks, total);
-  } finally {
-    await handle.close();
-  }
-}
-
-/** Bytes kept up to a cap; beyond it only counted, as code points (UTF-8 lead bytes). */
-class CappedStream {
-  private readonly chunks: Buffer[] = [];
-  private kept = 0;
-  private frozen = false;
-  droppedChars = 0;
-
-  constructor(private readonly cap: number) {}
-
-  push(chunk: Buffer): void {
-    if (this.frozen) return;
-    const room = Math.max(0, this.cap - this.kept);
-    if (room > 0) {
-      const taken = chunk.length <= room ? chunk : chunk.subarray(0, room);
-      this.chunks.push(taken);
-      this.kept += taken.length;
-    }
-    for (let i = room; i < chunk.length; i++) {
-      if (((chunk[i] as number) & 0xc0) !== 0x80) this.droppedChars++;
-    }
-  }
-
-  freeze(): void {
-    this.frozen = true;
-  }
-
-  buffer(): Buffer {
-    return Buffer.concat(this.chunks, this.kept);
-  }
-}
-
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * After a timeout or abort, what left the command's process group (setsid, a daemon, an
- * escaped fork bomb) is killed too: its descendants by parent pid and every process that still
- * carries its environment marker. Swept until none is left, as a fork bomb may still be
- * forking (bounded). Linux only (/proc); elsewhere the process group is all that is killed.
- */
-async function sweepUntilGone(root: number | undefined, needle: Buffer): Promise<void> {
-  for (let round = 0; round < 100; round++) {
-    if (killProcesses(strayProcesses(root, needle)) === 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
-function killProcesses(pids: number[]): number {
-  for (const pid of pids) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // Gone already, or not ours.
-    }
-  }
-  return pids.length;
-}
-
-/** Descendants of `root` and processes whose environment holds `needle` (e.g. `\0NAME=value`). */
-function strayProcesses(root: number | undefined, needle: Buffer): number[] {
-  let names: string[];
-  try {
-    names = readdirSync('/proc');
-  } catch {
-    return [];
-  }
-  const parents = new Map<number, number>();
-  const victims = new Set<number>();
-  for (const name of names) {
-    if (!/^\d+$/.test(name)) continue;
-    const pid = Number(name);
-    if (pid === process.pid) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'latin1');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (fields[0] === 'Z' || fields[0] === 'X') continue;
-      parents.set(pid, Number(fields[1]));
-      // The marker sits between NULs; a leading NUL is added so the first entry matches too.
-      const environ = Buffer.concat([
-        Buffer.from([0]),
-        readFileSync(`/proc/${name}/environ`),
-        Buffer.from([0]),
-      ]);
-      if (environ.includes(needle)) victims.add(pid);
-    } catch {
-      // Gone, or another user's process (its environ is not readable): not ours.
-    }
-  }
-  if (root === undefined) return [...victims];
-  const children = new Map<number, number[]>();
-  for (const [pid, parent] of parents) {
-    const list = children.get(parent);
-    if (list) list.push(pid);
-    else children.set(parent, [pid]);
-  }
-  const seen = new Set([root]);
-  const stack = [root];
-  while (stack.length > 0) {
-    for (const child of children.get(stack.pop() as number) ?? []) {
-      if (seen.has(child)) continue;
-      seen.add(child);
-      victims.add(child);
-      stack.push(child);
-    }
-  }
-  victims.delete(process.pid);
-  return [...victims];
-}
-
-function killGroup(pgid: number): void {
-  try {
-    process.kill(-pgid, 'SIGKILL');
-  } catch {
-    // Already gone.
-  }
-}
-
-function refuseNul(path: string, message: string): void {
-  if (path.includes('\0')) throw new PythonError('ValueError', message);
-}
-
-const realpathFileSystem: RealpathFileSystem = {
-  isSymlink: (path) =>
-    lstat(fsPath(path)).then(
-      (info) => info.isSymbolicLink(),
-      () => undefined,
-    ),
-  readlink: (path) => readlink(fsPath(path)),
-};
-
-/** pathlib's `mkdir(parents=True, exist_ok=True)`, with its errors and their paths. */
-async function pythonMkdirParents(path: string): Promise<void> {
-  await pythonMkdir(path, true);
-}
-
-async function pythonMkdir(path: string, parents: boolean): Promise<void> {
-  try {
-    await mkdir(fsPath(path), 0o777);
-  } catch (error) {
-    if (errorCode(error) === 'ENOENT') {
-      const parent = pathlibParent(path);
-      if (!parents || parent === path) throw pythonOSError(error, path);
-      await pythonMkdir(parent, true);
-      await pythonMkdir(path, false);
-      return;
-    }
-    const isDir = await stat(fsPath(path)).then(
-      (info) => info.isDirectory(),
-      () => false,
-    );
-    // exist_ok=True: any failure on an existing directory is fine, as in pathlib.
-    if (!isDir) throw pythonOSError(error, path);
-  }
-}
-
-async function removeTree(path: string): Promise<void> {
-  try {
-    await rm(path, { recursive: true, force: true });
-  } catch {
-    // A command may have made directories read-only; give the owner write access back.
-    spawnSync('chmod', ['-R', 'u+rwX', path], { stdio: 'ignore' });
-    await rm(path, { recursive: true, force: true });
-  }
-}
-
-function errorCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
-
-// glibc's strerror() for the errors file operations produce.
-const STRERROR: Record<string, string> = {
-  EPERM: 'Operation not permitted',
-  ENOENT: 'No such file or directory',
-  EIO: 'Input/output error',
-  ENXIO: 'No such device or address',
-  EBADF: 'Bad file descriptor',
-  EAGAIN: 'Resource temporarily unavailable',
-  ENOMEM: 'Cannot allocate memory',
-  EACCES: 'Permission denied',
-  EBUSY: 'Device or resource busy',
-  EEXIST: 'File exists',
-  EXDEV: 'Invalid cross-device link',
-  ENODEV: 'No such device',
-  ENOTDIR: 'Not a directory',
-  EISDIR: 'Is a directory',
-  EINVAL: 'Invalid argument',
-  ENFILE: 'Too many open files in system',
-  EMFILE: 'Too many open files',
-  ETXTBSY: 'Text file busy',
-  EFBIG: 'File too large',
-  ENOSPC: 'No space left on device',
-  ESPIPE: 'Illegal seek',
-  EROFS: 'Read-only file system',
-  EMLINK: 'Too many links',
-  ENAMETOOLONG: 'File name too long',
-  ENOTEMPTY: 'Directory not empty',
-  ELOOP: 'Too many levels of symbolic links',
-  EDQUOT: 'Disk quota exceeded',
-  EOVERFLOW: 'Value too large for defined data type',
-};
-
-// Python raises these OSError subclasses for these errno values (PEP 3151).
-const OS_ERROR_TYPES: Record<string, string> = {
-  EAGAIN: 'BlockingIOError',
-  EALREADY: 'BlockingIOError',
-  EINPROGRESS: 'BlockingIOError',
-  ECHILD: 'ChildProcessError',
-  EPIPE: 'BrokenPipeError',
-  ESHUTDOWN: 'BrokenPipeError',
-  ECONNABORTED: 'ConnectionAbortedError',
-  ECONNREFUSED: 'ConnectionRefusedError',
-  ECONNRESET: 'ConnectionResetError',
-  EEXIST: 'FileExistsError',
-  ENOENT: 'FileNotFoundError',
-  EISDIR: 'IsADirectoryError',
-  ENOTDIR: 'NotADirectoryError',
-  EINTR: 'InterruptedError',
-  EACCES: 'PermissionError',
-  EPERM: 'PermissionError',
-  ESRCH: 'ProcessLookupError',
-  ETIMEDOUT: 'TimeoutError',
-};
-
-/** The OSError Python raises for a failed call on `path`: `[Errno N] strerror: 'path'`. */
-export function pythonOSError(error: unknown, path: string): PythonError {
-  const code = errorCode(error);
-  const errno = code ? (osConstants.errno as Record<string, number | undefined>)[code] : undefined;
-  if (code === undefined || errno === undefined) {
-    return new PythonError('OSError', error instanceof Error ? error.message : String(error));
-  }
-  const text = STRERROR[code] ?? code;
-  return new PythonError(
-    OS_ERROR_TYPES[code] ?? 'OSError',
-    `[Errno ${errno}] ${text}: ${pyRepr(path)}`,
-  );
 }

@@ -18,7 +18,7 @@ import { createPythonRepo, git, ISSUE_TEXT } from '../support/python-repo.js';
 import { describeDocker, ensureSandboxImage } from '../support/docker-engine.js';
 import { connectDocker } from '../../src/sandbox/docker-engine.js';
 import { LABEL_RUN } from '../../src/sandbox/docker-sandbox.js';
-import { ATTEMPT_HEADER } from '../../src/runner/phases/attempts.js';
+import { ATTEMPT_HEADER } from '../../src/runner/phases/connect-model.js';
 import { headings, markdownTree } from '../github/helpers/markdown-tree.js';
 
 const CLI = path.resolve('bin/frognano.js');

@@ -4,7 +4,7 @@
 // git remote; GitHub's REST API mocked strictly.
 import { execFileSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ATTEMPT_HEADER } from '../../src/runner/phases/attempts.js';
+import { ATTEMPT_HEADER } from '../../src/runner/phases/connect-model.js';
 import { FIXED_CALC } from '../support/python-repo.js';
 import {
   finalAnswer,

@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { ATTEMPT_HEADER } from '../../src/runner/phases/attempts.js';
+import { ATTEMPT_HEADER } from '../../src/runner/phases/connect-model.js';
 import { Trajectory } from '../../src/leaf/trajectory.js';
 import { createPythonRepo, ISSUE_TEXT } from '../support/python-repo.js';
 import {

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { connectDocker } from '../../src/sandbox/docker-engine.js';
 import { LABEL_RUN } from '../../src/sandbox/docker-sandbox.js';
 import { runPipeline } from '../../src/runner/run.js';
-import { ATTEMPT_HEADER } from '../../src/runner/phases/attempts.js';
+import { ATTEMPT_HEADER } from '../../src/runner/phases/connect-model.js';
 import { ATTEMPT_IMAGE_REPOSITORY } from '../../src/sandbox/attempt-base-image.js';
 import {
   describeDocker,

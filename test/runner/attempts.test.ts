@@ -9,7 +9,7 @@ import pino from 'pino';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { runPipeline } from '../../src/runner/run.js';
 import type { RunProgress, RunRequest } from '../../src/runner/run-types.js';
-import { ATTEMPT_HEADER } from '../../src/runner/phases/attempts.js';
+import { ATTEMPT_HEADER } from '../../src/runner/phases/connect-model.js';
 import {
   BUGGY_CALC,
   CALC_TEST,

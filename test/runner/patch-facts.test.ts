@@ -7,7 +7,7 @@ import {
   isTestFile,
   patchFacts,
 } from '../../src/runner/patch-facts.js';
-import type { AppliedChange } from '../../src/runner/workspace.js';
+import type { AppliedChange } from '../../src/runner/patch-changes.js';
 
 describe('isHarnessFile and isTestFile', () => {
   it('knows the files that decide how tests run, at any depth', () => {

@@ -25,7 +25,7 @@ import {
   type RecordedRequest,
   type ResponseSpec,
 } from '../support/scripted-model-server.js';
-import { ATTEMPT_HEADER } from '../../src/runner/phases/attempts.js';
+import { ATTEMPT_HEADER } from '../../src/runner/phases/connect-model.js';
 
 const docker = connectDocker();
 const root = mkdtempSync(path.join(tmpdir(), 'run-follow-up-docker-'));

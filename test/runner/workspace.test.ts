@@ -15,7 +15,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RUN_MARKER } from '../../src/sandbox/run-marker.js';
-import { CloneError, gitEnv, prepareWorkspace } from '../../src/runner/workspace.js';
+import { CloneError } from '../../src/runner/clone-error.js';
+import { gitEnv } from '../../src/runner/host-git.js';
+import { prepareWorkspace } from '../../src/runner/workspace.js';
 
 const temps: string[] = [];
 function temp(prefix: string): string {

@@ -21,7 +21,7 @@ import {
   LABEL_ATTEMPT_BASE,
   attemptBaseImage,
 } from '../../src/sandbox/attempt-base-image.js';
-import { ATTEMPT_HEADER } from '../../src/runner/phases/attempts.js';
+import { ATTEMPT_HEADER } from '../../src/runner/phases/connect-model.js';
 import { SNAPSHOT_LABEL, SNAPSHOT_REPOSITORY } from '../../src/sandbox/snapshot-cache.js';
 import { RUN_MARKER } from '../../src/sandbox/run-marker.js';
 import {

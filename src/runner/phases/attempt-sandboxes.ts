@@ -1,6 +1,7 @@
-// One setup, N sandboxes: attempts 2..N start from the state attempt 1's sandbox has after
-// setup and verify-before (the same post-setup image in Docker, a copy of the same prepared
-// tree for the local sandbox), each its own hardened container with no network.
+// The sandbox phase again, for attempts 2..N: one setup, N sandboxes. They start from the state
+// attempt 1's sandbox has after setup and verify-before (the same post-setup image in Docker, a
+// copy of the same prepared tree for the local sandbox), each its own hardened container with
+// no network.
 import type { Sandbox } from '../../leaf/sandbox.js';
 import { attemptBaseImage } from '../../sandbox/attempt-base-image.js';
 import { createDockerSandbox, DockerSandbox } from '../../sandbox/docker-sandbox.js';
@@ -9,8 +10,8 @@ import { sandboxOwner } from '../../sandbox/owner.js';
 import { withTestbedPaths } from '../../sandbox/testbed-paths.js';
 import { errorText } from '../command-output.js';
 import type { Failure, RunContext } from '../run-context.js';
-import { limitsFromEnv, localSourceOf, snapshotRepo } from './bring-up.js';
-import type { Prepared } from './prepare.js';
+import { limitsFromEnv, localSourceOf, snapshotRepo } from './sandbox.js';
+import type { Prepared } from './config.js';
 import { warmBytecode } from './run-test.js';
 
 /**

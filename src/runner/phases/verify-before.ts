@@ -1,20 +1,47 @@
-// Phase 3, verify-before: the test command on the original tree, set up. A command that
+// The verify-before phase: the test command on the original tree, set up. A command that
 // cannot even start stops the run here: it would waste the whole agent run on the GPU. A
 // follow-up's previous revisions come in here (previous-revisions.ts): their source before
 // the test, their tests and harness after it.
 import type { Sandbox } from '../../leaf/sandbox.js';
 import { shortCommand } from '../command-output.js';
-import type { Failure, RunContext } from '../run-context.js';
+import { unexpectedFailure, type Failure, type RunContext } from '../run-context.js';
 import type { TestResult } from '../run-types.js';
+import type { Prepared } from './config.js';
 import { excludeUntracked } from './exclude-untracked.js';
-import type { Prepared } from './prepare.js';
 import { enterPrevious } from './previous-revisions.js';
 import { runTest } from './run-test.js';
+
+/** What verify-before made that the run's result reports. */
+export interface VerifyBefore {
+  verifyBefore?: TestResult;
+  /** The test's output, when the command could not run (it reads as setup's failure). */
+  setupTail?: string;
+}
+
+export interface VerifyBeforeOutcome {
+  facts: VerifyBefore;
+  failure?: Failure;
+}
 
 export async function verifyBefore(
   run: RunContext,
   prepared: Prepared,
   sandbox: Sandbox,
+): Promise<VerifyBeforeOutcome> {
+  const facts: VerifyBefore = {};
+  try {
+    const failure = await verify(run, prepared, sandbox, facts);
+    return failure ? { facts, failure } : { facts };
+  } catch (error) {
+    return { facts, failure: unexpectedFailure(run, error) };
+  }
+}
+
+async function verify(
+  run: RunContext,
+  prepared: Prepared,
+  sandbox: Sandbox,
+  facts: VerifyBefore,
 ): Promise<Failure | undefined> {
   const { test, previous } = prepared;
   const source = await enterPrevious(run, previous, sandbox, 'source');
@@ -26,10 +53,10 @@ export async function verifyBefore(
         signal: run.signal,
       }),
     );
-    run.result.verifyBefore = before;
+    facts.verifyBefore = before;
     const unrunnable = missingToolLine(before);
     if (unrunnable !== undefined) {
-      run.result.setupTail = before.outputTail;
+      facts.setupTail = before.outputTail;
       return {
         outcome: 'setup_failed',
         error: `the test command ${shortCommand(test.command)} could not run (exit ${before.exitCode}: ${unrunnable}): install the tool in \`setup\` or pick an \`image\` that has it`,

@@ -1,30 +1,90 @@
-// Phase 6 and the publish input: rank the attempts by evidence, keep every attempt's patch
-// with the run, and fill the RunResult with the selected attempt (publishing consumes it).
+// After the phases, selection: each attempt with all the evidence about it (its loop, git's
+// reading of its patch, verify-after, policy), ranked by that evidence (select-attempt.ts),
+// every attempt's patch kept with the run. The selected attempt is what the result holds and
+// publishing consumes.
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { errorText } from '../command-output.js';
 import { changedLines } from '../patch-facts.js';
 import type { RunContext } from '../run-context.js';
-import type { AttemptSummary, RunResult } from '../run-types.js';
+import type { AttemptSummary, PatchFacts, PolicyViolation, TestResult } from '../run-types.js';
 import { selectAttempt, type AttemptEvidence, type AttemptRanking } from '../select-attempt.js';
-import type { Attempt } from './attempts.js';
+import type { Attempt } from './agent.js';
+import type { PatchReading } from './read-patch.js';
+import type { VerifyAfter } from './verify-after.js';
 
-/** Ranks the attempts (several only) and returns the selected one with the rankings. */
-export function select(
+/** One attempt and everything known about it once policy has run. */
+export interface JudgedAttempt {
+  number: number;
+  trajectoryPath: string;
+  leaf?: Attempt['leaf'];
+  failure?: Attempt['failure'];
+  /** Its loop's error, else why verify-after did not run. */
+  error?: string;
+  /** As git reads the patch, else as its text names them. */
+  filesChanged: string[];
+  patchFacts?: PatchFacts;
+  harnessSinceOrigin?: string[];
+  verifyAfter?: TestResult;
+  agentTests?: TestResult;
+  ownTestsBefore?: TestResult;
+  ownTestsText?: TestResult;
+  violations: PolicyViolation[];
+}
+
+export function judge(
+  attempt: Attempt,
+  reading: PatchReading | undefined,
+  verified: VerifyAfter | undefined,
+  violations: PolicyViolation[],
+): JudgedAttempt {
+  const error = attempt.error ?? verified?.notRun;
+  return {
+    number: attempt.number,
+    trajectoryPath: attempt.trajectoryPath,
+    ...(attempt.leaf ? { leaf: attempt.leaf } : {}),
+    ...(attempt.failure ? { failure: attempt.failure } : {}),
+    ...(error !== undefined ? { error } : {}),
+    filesChanged: reading?.filesChanged ?? attempt.filesChanged,
+    ...(reading?.patchFacts ? { patchFacts: reading.patchFacts } : {}),
+    ...(reading?.harnessSinceOrigin ? { harnessSinceOrigin: reading.harnessSinceOrigin } : {}),
+    ...(verified?.verifyAfter ? { verifyAfter: verified.verifyAfter } : {}),
+    ...(verified?.agentTests ? { agentTests: verified.agentTests } : {}),
+    ...(verified?.ownTestsBefore ? { ownTestsBefore: verified.ownTestsBefore } : {}),
+    ...(verified?.ownTestsText ? { ownTestsText: verified.ownTestsText } : {}),
+    violations,
+  };
+}
+
+/** The attempt to publish; with several, also its number and every attempt's summary. */
+export interface Selection {
+  winner: JudgedAttempt;
+  selectedAttempt?: number;
+  attempts?: AttemptSummary[];
+}
+
+/** Ranks the attempts (several only), keeps their patches, and names the selected one. */
+export async function select(
   run: RunContext,
-  attempts: Attempt[],
-): { winner: Attempt; rankings?: AttemptRanking[] } {
+  attempts: JudgedAttempt[],
+  verifyBefore: TestResult | undefined,
+): Promise<Selection> {
   if (attempts.length === 1) return { winner: attempts[0]! };
-  const rankings = selectAttempt(attempts.map(evidenceOf), run.result.verifyBefore);
+  const rankings = selectAttempt(attempts.map(evidenceOf), verifyBefore);
   const selected = rankings.find((r) => r.selected)?.attempt ?? 1;
   run.log.info(
     { selected, reasons: rankings.map((r) => `${r.attempt}: ${r.reason}`) },
     'attempt selected',
   );
-  return { winner: attempts[selected - 1]!, rankings };
+  const winner = attempts[selected - 1]!;
+  return {
+    winner,
+    selectedAttempt: winner.number,
+    attempts: await Promise.all(attempts.map((a) => summaryOf(run, a, rankings[a.number - 1]!))),
+  };
 }
 
-function evidenceOf(a: Attempt): AttemptEvidence {
+function evidenceOf(a: JudgedAttempt): AttemptEvidence {
   const patch = a.leaf?.patch ?? '';
   const disqualified = a.failure
     ? `${a.failure.outcome}: ${a.failure.error}`
@@ -48,53 +108,9 @@ function evidenceOf(a: Attempt): AttemptEvidence {
   };
 }
 
-/** The RunResult as publishing reads it: the selected attempt's fields, then every attempt. */
-export async function publishInput(
-  run: RunContext,
-  attempts: Attempt[],
-  winner: Attempt,
-  rankings: AttemptRanking[] | undefined,
-): Promise<RunResult> {
-  const { result } = run;
-  fillFromAttempt(result, winner);
-  if (winner.verifyAfter) result.verifyAfter = winner.verifyAfter;
-  if (winner.agentTests) result.agentTests = winner.agentTests;
-  if (winner.patchFacts) result.patchFacts = winner.patchFacts;
-  if (result.followUpBase && winner.harnessSinceOrigin)
-    result.followUpBase = { ...result.followUpBase, harnessFiles: winner.harnessSinceOrigin };
-  result.violations = winner.violations;
-  if (!rankings) return result;
-  result.selectedAttempt = winner.number;
-  result.attempts = await Promise.all(
-    attempts.map((a) => summaryOf(run, a, rankings[a.number - 1]!)),
-  );
-  return result;
-}
-
-/** The Leaf loop's figures of one attempt into the result (before any verification). */
-export function fillFromAttempt(result: RunResult, attempt: Attempt): void {
-  const { leaf } = attempt;
-  result.trajectoryPath = attempt.trajectoryPath;
-  if (!leaf) return;
-  result.exitReason = leaf.exitReason;
-  result.partial = leaf.partial;
-  result.finalMessage = leaf.finalMessage;
-  result.patch = leaf.patch;
-  result.filesChanged = attempt.filesChanged;
-  result.steps = leaf.steps;
-  result.budgets.steps = leaf.nSteps;
-  result.budgets.contextTokens = leaf.contextTokens;
-  result.budgets.promptTokens = leaf.usage.promptTokens;
-  result.budgets.completionTokens = leaf.usage.completionTokens;
-  if (leaf.trajectory.model_endpoints) result.servedBy = leaf.trajectory.model_endpoints;
-  // The run's error is the published attempt's: another attempt's stays in its own summary.
-  if (attempt.error !== undefined) result.error = attempt.error;
-  else delete result.error;
-}
-
 async function summaryOf(
   run: RunContext,
-  a: Attempt,
+  a: JudgedAttempt,
   ranking: AttemptRanking,
 ): Promise<AttemptSummary> {
   const patch = a.leaf?.patch ?? '';
