@@ -327,9 +327,21 @@ function hiddenParts(source: string): Edit[] {
     for (const child of node.children) visit(child);
   };
   visitChildren(tree);
-  const inLiteral = (i: number) => literal.some((r) => r.start <= i && i < r.end);
-  edits.push(...hiddenMath(source).filter((edit) => !inLiteral(edit.start)));
+  edits.push(...outside(literal, hiddenMath(source)));
   return edits;
+}
+
+/** The edits that do not start inside one of the (disjoint) ranges; one sweep over both, sorted. */
+function outside(ranges: { start: number; end: number }[], edits: Edit[]): Edit[] {
+  const sorted = [...ranges].sort((a, b) => a.start - b.start);
+  let r = 0;
+  return edits
+    .sort((a, b) => a.start - b.start)
+    .filter((edit) => {
+      while (r < sorted.length && sorted[r]!.end <= edit.start) r += 1;
+      const range = sorted[r];
+      return !(range && range.start <= edit.start);
+    });
 }
 
 /**
@@ -337,38 +349,54 @@ function hiddenParts(source: string): Edit[] {
  * (and `\hphantom`, `\vphantom`) takes space but shows nothing, and the second argument of
  * `\texttip`/`\mathtip` shows only on hover. Both are cut wherever they are found outside code
  * (outside math they show literally; the model loses nothing it needs). A group that never
- * closes runs to the end of its paragraph.
+ * closes runs to the end of its paragraph. The first argument of a tooltip shows, so what it
+ * hides in turn is cut too: the scan goes on inside it.
  */
 function hiddenMath(source: string): Edit[] {
   const edits: Edit[] = [];
+  const ends = groupEnds(source);
   const command = /\\(?:([hv]?phantom)|texttip|mathtip)\s*\{/g;
+  const tipOpen = /\s*\{/y;
   for (let m = command.exec(source); m; m = command.exec(source)) {
-    const firstEnd = groupEnd(source, m.index + m[0].length);
+    const firstEnd = ends[m.index + m[0].length - 1] ?? source.length;
     if (m[1]) {
       edits.push({ start: m.index, end: firstEnd, text: '' });
       command.lastIndex = firstEnd;
       continue;
     }
-    const tip = /^\s*\{/.exec(source.slice(firstEnd));
+    tipOpen.lastIndex = firstEnd;
+    const tip = tipOpen.exec(source);
     if (!tip) continue;
-    const end = groupEnd(source, firstEnd + tip[0].length);
-    edits.push({ start: firstEnd, end, text: '' });
-    command.lastIndex = end;
+    edits.push({
+      start: firstEnd,
+      end: ends[firstEnd + tip[0].length - 1] ?? source.length,
+      text: '',
+    });
   }
   return edits;
 }
 
-/** Just past the `}` closing a group whose `{` ends before `from`; else the paragraph's end. */
-function groupEnd(source: string, from: number): number {
-  let depth = 1;
-  for (let i = from; i < source.length; i++) {
-    const c = source[i];
-    if (c === '\\') i++;
-    else if (c === '{') depth++;
-    else if (c === '}' && --depth === 0) return i + 1;
-    else if (c === '\n' && source[i + 1] === '\n') return i;
+/**
+ * For each `{`, the index just past the `}` closing its group; a group that never closes ends
+ * at its paragraph's end (a blank line) or the text's. One pass, so many open groups cost no more.
+ */
+function groupEnds(source: string): Int32Array {
+  const ends = new Int32Array(source.length);
+  const open: number[] = [];
+  for (let i = 0; i < source.length; i++) {
+    const c = source.charCodeAt(i);
+    if (c === 92 /* \ */) i++;
+    else if (c === 123 /* { */) open.push(i);
+    else if (c === 125 /* } */) {
+      const o = open.pop();
+      if (o !== undefined) ends[o] = i + 1;
+    } else if (c === 10 && source.charCodeAt(i + 1) === 10) {
+      for (const o of open) ends[o] = i;
+      open.length = 0;
+    }
   }
-  return source.length;
+  for (const o of open) ends[o] = source.length;
+  return ends;
 }
 
 function showsSomething(node: Nodes): boolean {
