@@ -1,4 +1,4 @@
-// One run, start to finish, as named phases (DESIGN.md "The flow of one run"). Used by
+// One run, start to finish, as named phases (docs/architecture.md, step 5). Used by
 // `frognano solve` and by the GitHub App alike; it knows nothing of GitHub. Each phase lives
 // in src/runner/phases/ under its RunPhase name and returns what it made; this file is the
 // flow, top to bottom, and keeps those pieces; the result is assembled from them once, at the
