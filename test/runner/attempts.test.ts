@@ -24,6 +24,7 @@ import {
   type RecordedRequest,
   type ResponseSpec,
   type ScriptedModelServer,
+  type ScriptStep,
 } from '../support/scripted-model-server.js';
 
 const temps: string[] = [];
@@ -73,11 +74,12 @@ const SCRIPTS: Record<string, ResponseSpec[]> = {
   '5': [toolCall('Write', { file_path: 'calc.py', content: FIXED_CALC }), { kind: 'drop' }],
 };
 
-function dispatcher(scripts: Record<string, ResponseSpec[]>) {
+function dispatcher(scripts: Record<string, ScriptStep[]>) {
   const queues = new Map(Object.entries(scripts).map(([k, v]) => [k, [...v]]));
-  return (request: RecordedRequest): ResponseSpec => {
+  return (request: RecordedRequest): ResponseSpec | Promise<ResponseSpec> => {
     const attempt = String(request.headers[ATTEMPT_HEADER] ?? '1');
     const next = queues.get(attempt)?.shift();
+    if (typeof next === 'function') return next(request);
     return (
       next ?? {
         kind: 'error',
@@ -90,7 +92,7 @@ function dispatcher(scripts: Record<string, ResponseSpec[]>) {
 
 async function setup(
   attempts: number | undefined,
-  scripts: Record<string, ResponseSpec[]>,
+  scripts: Record<string, ScriptStep[]>,
   files: Record<string, string> = {},
 ): Promise<{
   request: RunRequest;
@@ -302,13 +304,23 @@ describe('runPipeline with several attempts', () => {
   }, 240_000);
 
   it("verifies an attempt as soon as its loop ends, while a slower attempt's loop goes on", async () => {
-    // Slower than attempt 1's verification: four test runs (patched, its own tests, those on the
-    // original, and on the original's text with the change as comments).
-    const slow = { ...toolCall('Bash', { command: 'true' }), delayMs: 3000 } as ResponseSpec;
-    const s = await setup(2, {
-      '1': SCRIPTS['1']!,
-      '2': [slow, slow, slow, slow, { ...finalAnswer('nothing'), delayMs: 3000 } as ResponseSpec],
-    });
+    // Attempt 2's loop ends only once attempt 1 is verified (four test runs: patched, its own
+    // tests, those on the original, and on the original's text with the change as comments):
+    // were verification to wait for every loop, it would end after a minute and fail below.
+    const slow = { ...toolCall('Bash', { command: 'true' }), delayMs: 1000 } as ResponseSpec;
+    const seen: { events?: RunProgress[] } = {};
+    const verified = (attempt: number) =>
+      (seen.events ?? []).some(
+        (e) => e.kind === 'attempt' && e.attempt === attempt && e.state === 'done',
+      );
+    const afterAttempt1 = async (): Promise<ResponseSpec> => {
+      for (let waited = 0; !verified(1) && waited < 60_000; waited += 50) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      return finalAnswer('nothing');
+    };
+    const s = await setup(2, { '1': SCRIPTS['1']!, '2': [slow, slow, afterAttempt1] });
+    seen.events = s.events;
     const result = await runPipeline(s.request, s.deps);
     expect(result.outcome).toBe('completed');
     expect(result.selectedAttempt).toBe(1);
