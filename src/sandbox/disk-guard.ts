@@ -67,7 +67,27 @@ export interface DiskUsage {
 export interface DiskGuard {
   /** One measurement now (also what the timer runs). */
   measure(): Promise<DiskUsage>;
+  /**
+   * The look a command gets when it ends: a fast writer can pass the limit and finish between
+   * two measurements. Cheap (free space and /tmp only) when that cannot have happened since
+   * the last measurement, a measurement otherwise; it trips as the timer's would. Never throws.
+   */
+  settle(): Promise<void>;
   stop(): void;
+}
+
+/** What can be read without walking the layer. */
+interface Glance {
+  /** Free bytes of each filesystem the sandbox writes to (one may appear twice). */
+  freeBytes: number[];
+  /** Bytes the /tmp tmpfs holds (memory, not disk: free space does not show it). */
+  tmpBytes: number;
+}
+
+interface Probe {
+  glance(): Promise<Glance>;
+  /** `glance` is what a later glance compares with; none when it could not be read. */
+  full(): Promise<{ usage: DiskUsage; glance?: Glance }>;
 }
 
 // Shortest pause: when the layer grows fast, measurements come closer to the limit.
@@ -83,12 +103,15 @@ export async function startDiskGuard(options: DiskGuardOptions): Promise<DiskGua
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let last: { at: number; used: number } | undefined;
+  let baseline: { used: number; glance: Glance } | undefined;
   const stop = () => {
     stopped = true;
     clearTimeout(timer);
   };
   const measure = async (): Promise<DiskUsage> => {
-    const usage = await probe();
+    const { usage, glance } = await probe.full();
+    baseline =
+      usage.usedBytes !== undefined && glance ? { used: usage.usedBytes, glance } : undefined;
     if (stopped) return usage;
     const { limitBytes, floorBytes } = options;
     if (limitBytes !== undefined && usage.usedBytes !== undefined && usage.usedBytes > limitBytes) {
@@ -127,6 +150,19 @@ export async function startDiskGuard(options: DiskGuardOptions): Promise<DiskGua
     options.log.warn({ runId: options.runId, ...usage, err: reason.message }, 'disk guard tripped');
     options.onTrip(reason);
   };
+  const settle = async (): Promise<void> => {
+    const { limitBytes, floorBytes } = options;
+    if (stopped || limitBytes === undefined) return;
+    try {
+      const since = baseline;
+      const now = await probe.glance();
+      const lowDisk = floorBytes > 0 && now.freeBytes.some((free) => free < floorBytes);
+      if (since && !lowDisk && since.used + grownSince(since.glance, now) <= limitBytes) return;
+      await measure();
+    } catch (error) {
+      options.log.debug({ runId: options.runId, err: String(error) }, 'disk measurement failed');
+    }
+  };
   const tick = async () => {
     const started = Date.now();
     let delay = options.intervalMs;
@@ -152,10 +188,15 @@ export async function startDiskGuard(options: DiskGuardOptions): Promise<DiskGua
     if (!stopped) timer = setTimeout(() => void tick(), delay).unref();
   };
   timer = setTimeout(() => void tick(), MIN_INTERVAL_MS).unref();
-  return { measure, stop };
+  return { measure, settle, stop };
 }
 
-type Probe = () => Promise<DiskUsage>;
+/** At most what the sandbox can have added since `before`: disk space gone plus /tmp grown. */
+function grownSince(before: Glance, now: Glance): number {
+  let grown = Math.max(0, now.tmpBytes - before.tmpBytes);
+  now.freeBytes.forEach((free, i) => (grown += Math.max(0, (before.freeBytes[i] ?? free) - free)));
+  return grown;
+}
 
 async function chooseProbe(options: DiskGuardOptions): Promise<Probe> {
   const info = await options.container.inspect();
@@ -167,39 +208,62 @@ async function chooseProbe(options: DiskGuardOptions): Promise<Probe> {
   const measureLayer = options.limitBytes !== undefined;
   if (options.measureVia !== 'engine' && upper && (await readableDir(upper))) {
     const tmpPath = (await sameProcessTable(pid, info.Id)) ? `/proc/${pid}/root/tmp` : undefined;
-    return async () => {
-      const free = await statfs(upper, { bigint: false });
-      const usage: DiskUsage = {
-        via: 'host',
-        freeBytes: free.bavail * free.bsize,
-        freeInodes: free.ffree,
-        totalInodes: free.files,
-      };
-      if (measureLayer) {
-        let used = await layerBytes([upper, ...volumes]);
-        if (tmpPath) used += await tmpfsUsed(tmpPath);
-        usage.usedBytes = used;
-      }
-      return usage;
+    const disks = [upper, ...volumes];
+    const glance = async (): Promise<Glance> => ({
+      freeBytes: await Promise.all(
+        disks.map(async (dir) => {
+          const free = await statfs(dir);
+          return free.bavail * free.bsize;
+        }),
+      ),
+      tmpBytes: tmpPath ? await tmpfsUsed(tmpPath) : 0,
+    });
+    return {
+      glance,
+      full: async () => {
+        // Before the walk: what is written during it counts as growth since, never as nothing.
+        const seen = await glance();
+        const free = await statfs(upper);
+        const usage: DiskUsage = {
+          via: 'host',
+          freeBytes: free.bavail * free.bsize,
+          freeInodes: free.ffree,
+          totalInodes: free.files,
+        };
+        if (measureLayer) usage.usedBytes = (await layerBytes(disks)) + seen.tmpBytes;
+        return { usage, glance: seen };
+      },
     };
   }
-  return async () => {
-    const [sized, df] = await Promise.all([
-      measureLayer
-        ? (options.container.inspect({ size: true } as object) as Promise<{ SizeRw?: number }>)
-        : Promise.resolve(undefined),
-      dfInside(options.container, options.execUser).catch(() => undefined),
-    ]);
-    const usage: DiskUsage = { via: 'engine' };
-    if (df) {
-      usage.freeBytes = df.rootFree;
-      if (df.inodes) {
-        usage.freeInodes = df.inodes.free;
-        usage.totalInodes = df.inodes.total;
+  const df = () => dfInside(options.container, options.execUser);
+  return {
+    glance: async () => {
+      const seen = await df();
+      return { freeBytes: [seen.rootFree], tmpBytes: seen.tmpUsed };
+    },
+    full: async () => {
+      // df first, then the layer's size: a write between the two is counted twice, not missed.
+      const seen = await df().catch(() => undefined);
+      const sized = measureLayer
+        ? await (options.container.inspect({ size: true } as object) as Promise<{
+            SizeRw?: number;
+          }>)
+        : undefined;
+      const usage: DiskUsage = { via: 'engine' };
+      if (seen) {
+        usage.freeBytes = seen.rootFree;
+        if (seen.inodes) {
+          usage.freeInodes = seen.inodes.free;
+          usage.totalInodes = seen.inodes.total;
+        }
       }
-    }
-    if (sized) usage.usedBytes = (sized.SizeRw ?? 0) + (df?.tmpUsed ?? 0);
-    return usage;
+      if (sized) usage.usedBytes = (sized.SizeRw ?? 0) + (seen?.tmpUsed ?? 0);
+      // Without df there is nothing to compare a later glance with: the next look measures.
+      return {
+        usage,
+        ...(seen ? { glance: { freeBytes: [seen.rootFree], tmpBytes: seen.tmpUsed } } : {}),
+      };
+    },
   };
 }
 

@@ -365,6 +365,17 @@ export class DockerSandbox implements Sandbox {
     this.helper?.fail(new HelperChannelError(reason.message));
   }
 
+  /**
+   * A command can pass the disk limit and end before the guard's next measurement (a fast
+   * `dd`, `fallocate`): it fails with the limit all the same, never as if nothing happened.
+   */
+  private async settleDisk(): Promise<void> {
+    await this.diskGuard?.settle();
+    if (!this.limitFailure) return;
+    await this.limitKill;
+    throw this.limitFailure;
+  }
+
   /** Starts the tool helper; called once by createDockerSandbox. */
   async startHelper(): Promise<void> {
     await this.getHelper();
@@ -466,6 +477,7 @@ export class DockerSandbox implements Sandbox {
           'sandbox limit reached',
         );
       }
+      await this.settleDisk();
       return {
         exitCode: wire.exitCode,
         stdout,

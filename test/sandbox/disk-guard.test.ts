@@ -116,6 +116,36 @@ describeDocker('the disk guard against the Docker engine', () => {
     });
   }, 90_000);
 
+  it('fails a command that passed the limit and ended before the next measurement', async () => {
+    // fallocate takes a few milliseconds: no periodic measurement falls inside the command,
+    // so only the look every command gets at its end can tell that it passed the limit.
+    const sandbox = await small({ diskBytes: 64 * MiB });
+    try {
+      const error = await sandbox
+        .exec('fallocate -l 200M /testbed/big && echo ended', { timeoutMs: 60_000 })
+        .then(
+          (result) => result,
+          (e: unknown) => e,
+        );
+      expect(error).toBeInstanceOf(SandboxLimitExceeded);
+      expect((error as Error).message).toMatch(/^the sandbox wrote more than 64 MB \(/);
+      await expect(sandbox.exec('true')).rejects.toBe(error);
+    } finally {
+      await sandbox.dispose();
+    }
+  }, 90_000);
+
+  it('counts /tmp in the look at the end of a command too', async () => {
+    const sandbox = await small({ diskBytes: 32 * MiB });
+    try {
+      await expect(
+        sandbox.exec('fallocate -l 100M /tmp/big && echo ended', { timeoutMs: 60_000 }),
+      ).rejects.toThrow(/^the sandbox wrote more than 32 MB/);
+    } finally {
+      await sandbox.dispose();
+    }
+  }, 90_000);
+
   it('counts /tmp (a tmpfs, not in the writable layer) towards the limit', async () => {
     const sandbox = await small({ diskBytes: 32 * MiB });
     try {
@@ -152,6 +182,43 @@ describeDocker('the disk guard against the Docker engine', () => {
       await sandbox?.dispose();
     }
     expect(await labelledContainers(runId, docker)).toEqual([]);
+  }, 90_000);
+
+  it('settles a command through the engine as on the host: nothing new, no trip; past the limit, a trip', async () => {
+    const sandbox = await small({});
+    const guards: Awaited<ReturnType<typeof startDiskGuard>>[] = [];
+    const trips: Record<'auto' | 'engine', SandboxLimitExceeded[]> = { auto: [], engine: [] };
+    try {
+      const container = docker.getContainer(sandbox.containerId);
+      for (const measureVia of ['auto', 'engine'] as const) {
+        guards.push(
+          await startDiskGuard({
+            docker,
+            container,
+            limitBytes: 64 * MiB,
+            floorBytes: 0,
+            intervalMs: 60_000,
+            execUser: '1000:1000',
+            log: silent,
+            runId,
+            measureVia,
+            onTrip: (reason) => trips[measureVia].push(reason),
+          }),
+        );
+      }
+      await Promise.all(guards.map((g) => g.measure()));
+      await Promise.all(guards.map((g) => g.settle()));
+      expect(trips).toEqual({ auto: [], engine: [] });
+      await sandbox.exec('fallocate -l 100M /testbed/big', { timeoutMs: 60_000 });
+      await Promise.all(guards.map((g) => g.settle()));
+      for (const kind of ['auto', 'engine'] as const) {
+        expect(trips[kind]).toHaveLength(1);
+        expect(trips[kind][0]!.message).toMatch(/^the sandbox wrote more than 64 MB \(/);
+      }
+    } finally {
+      for (const g of guards) g.stop();
+      await sandbox.dispose();
+    }
   }, 90_000);
 
   it('measures the same through the engine (no access to the layer) as on the host', async () => {
