@@ -24,16 +24,18 @@ import { notOursLine, ownPullRequest } from '../publishing/index.js';
 import { KeyedLock } from '../keyed-lock.js';
 import { hasWriteAccess } from './permission-check.js';
 import { RestBudget } from '../rest-budget.js';
-import { readIssueTextsOffThread } from '../sanitize-off-thread.js';
 import {
   ensureStatusComment,
   renderStatus,
   STATUS_COMMENT_NOTE,
   triggerWords,
 } from '../status/index.js';
-import type { TriggerDecision, TriggerTarget } from './triggers.js';
+import type { AcceptedTrigger, TriggerTarget } from './trigger-types.js';
+import { jobFor } from './trigger-job.js';
+import { visibleJob } from './visible-job.js';
+import { react } from './react-to-trigger.js';
 
-export type AcceptedTrigger = Exclude<TriggerDecision, { kind: 'ignore' }>;
+export type { AcceptedTrigger } from './trigger-types.js';
 
 /** How long a delivery whose decision failed (GitHub unreachable) waits before it is tried again. */
 const RETRY_FAILED_MS = 30_000;
@@ -537,58 +539,6 @@ export class Intake {
   }
 }
 
-/**
- * The run's job: a snapshot of the trigger, taken when the maintainer acted, its text still raw
- * (held runs only carry it until `visibleJob` replaces it).
- */
-function jobFor(deliveryId: string, decision: Extract<AcceptedTrigger, { kind: 'run' }>): IssueJob {
-  return {
-    installationId: decision.installationId,
-    owner: decision.owner,
-    repo: decision.repo,
-    issueNumber: decision.issueNumber,
-    issueTitle: decision.issueTitle,
-    // Raw here: read (sanitized) off the event loop after the permission check (visibleJob).
-    // A follow-up's issue text is the original issue, recorded when that was published.
-    issueText: decision.review ? '' : `${decision.issueTitle}\n\n${decision.issueBody}`,
-    defaultBranch: decision.defaultBranch,
-    sender: decision.sender,
-    source: decision.source,
-    guidance: decision.guidance,
-    ...(decision.attempts !== undefined ? { attempts: decision.attempts } : {}),
-    deliveryId,
-    ...(decision.review
-      ? {
-          review: {
-            trigger: decision.review.trigger,
-            feedback: decision.review.feedback,
-            at: decision.review.at,
-          },
-        }
-      : {}),
-  };
-}
-
-/** The job with only the text a reader of the issue sees, or why its text cannot be used. */
-export async function visibleJob(job: IssueJob): Promise<IssueJob | { unreadable: string }> {
-  const [text, guidance, feedback] = await readIssueTextsOffThread([
-    job.issueText,
-    job.guidance ?? '',
-    job.review?.feedback ?? '',
-  ]);
-  if (!text?.ok) return { unreadable: text?.reason ?? 'the issue text could not be read' };
-  if (job.review && !feedback?.ok) {
-    return { unreadable: feedback?.reason ?? 'the feedback could not be read' };
-  }
-  return {
-    ...job,
-    issueText: text.text,
-    // Guidance that cannot be read is dropped, as empty guidance is: the issue stands alone.
-    guidance: (guidance?.ok && guidance.text) || undefined,
-    ...(job.review && feedback?.ok ? { review: { ...job.review, feedback: feedback.text } } : {}),
-  };
-}
-
 export async function statusCommentId(
   queue: Queue<IssueJob>,
   key: string,
@@ -600,29 +550,4 @@ export async function statusCommentId(
 /** The fair-share group of a run: its repository, `owner/name` as GitHub compares them. */
 export function repoKey(t: { owner: string; repo: string }): string {
   return `${t.owner}/${t.repo}`.toLowerCase();
-}
-
-async function react(octokit: GitHubClient, t: TriggerTarget): Promise<void> {
-  if (t.commentId !== undefined && t.commentKind === 'review_comment') {
-    await octokit.rest.reactions.createForPullRequestReviewComment({
-      owner: t.owner,
-      repo: t.repo,
-      comment_id: t.commentId,
-      content: 'eyes',
-    });
-  } else if (t.commentId !== undefined) {
-    await octokit.rest.reactions.createForIssueComment({
-      owner: t.owner,
-      repo: t.repo,
-      comment_id: t.commentId,
-      content: 'eyes',
-    });
-  } else {
-    await octokit.rest.reactions.createForIssue({
-      owner: t.owner,
-      repo: t.repo,
-      issue_number: t.issueNumber,
-      content: 'eyes',
-    });
-  }
 }
