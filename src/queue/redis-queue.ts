@@ -49,6 +49,11 @@ import {
   REQUEUE_LOST,
   UNLOCK,
 } from './redis-scripts.js';
+import { toRecord } from './redis-run-record.js';
+import { redactUrl } from './redact-url.js';
+import { withTimeout } from './with-timeout.js';
+
+export { redactUrl } from './redact-url.js';
 
 export interface RedisQueueOptions {
   url: string;
@@ -570,55 +575,6 @@ export class RedisQueue<J = unknown> implements Queue<J> {
   }
 }
 
-function toRecord<J>(id: string, h: Record<string, string>, job: string): RunRecord<J> {
-  const num = (v: string | undefined) => (v === undefined || v === '' ? undefined : Number(v));
-  const str = (v: string | undefined) => (v === undefined || v === '' ? undefined : v);
-  return {
-    id,
-    key: h.key ?? '',
-    group: h.group ?? h.key ?? '',
-    deliveryId: str(h.deliveryId),
-    state: h.state as RunState,
-    attempts: Number(h.attempts ?? 0),
-    job: JSON.parse(job) as J,
-    cancelRequested: h.cancel === '1',
-    restCalls: Number(h.rest ?? 0),
-    createdAt: Number(h.createdAt),
-    startedAt: num(h.startedAt),
-    finishedAt: num(h.finishedAt),
-    outcome: str(h.outcome),
-    summary: str(h.summary),
-    held: h.held === '1',
-  };
-}
-
 function capArg(max: number | undefined): string {
   return max === undefined ? '' : String(max);
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    promise.then(
-      (v) => {
-        clearTimeout(timer);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clearTimeout(timer);
-        reject(e instanceof Error ? e : new Error(String(e)));
-      },
-    );
-  });
-}
-
-/** The URL without its password, for messages. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '(unparsable URL)';
-  }
 }

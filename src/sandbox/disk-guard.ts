@@ -113,35 +113,8 @@ export async function startDiskGuard(options: DiskGuardOptions): Promise<DiskGua
     baseline =
       usage.usedBytes !== undefined && glance ? { used: usage.usedBytes, glance } : undefined;
     if (stopped) return usage;
-    const { limitBytes, floorBytes } = options;
-    if (limitBytes !== undefined && usage.usedBytes !== undefined && usage.usedBytes > limitBytes) {
-      trip(
-        new SandboxLimitExceeded(
-          'disk',
-          `the sandbox wrote more than ${formatBytes(limitBytes)} (${formatBytes(usage.usedBytes)} measured); raise FROGNANO_SANDBOX_DISK if the repository needs more`,
-        ),
-        usage,
-      );
-    } else if (floorBytes > 0 && usage.freeBytes !== undefined && usage.freeBytes < floorBytes) {
-      trip(
-        new SandboxLimitExceeded(
-          'disk_floor',
-          `the Docker engine's disk has less than ${formatBytes(floorBytes)} free (${formatBytes(usage.freeBytes)} left); free space on it or lower FROGNANO_DISK_FLOOR`,
-        ),
-        usage,
-      );
-    } else if (usage.freeInodes !== undefined && usage.totalInodes) {
-      const floor = options.floorInodes ?? Math.floor(usage.totalInodes / 20);
-      if (usage.freeInodes < floor) {
-        trip(
-          new SandboxLimitExceeded(
-            'disk_floor',
-            `the Docker engine's disk has fewer than ${floor} free inodes (${usage.freeInodes} left): the sandbox made too many files; remove files on that disk`,
-          ),
-          usage,
-        );
-      }
-    }
+    const reason = limitPassed(usage, options);
+    if (reason) trip(reason, usage);
     return usage;
   };
   const trip = (reason: SandboxLimitExceeded, usage: DiskUsage) => {
@@ -168,19 +141,10 @@ export async function startDiskGuard(options: DiskGuardOptions): Promise<DiskGua
     let delay = options.intervalMs;
     try {
       const usage = await measure();
-      const took = Date.now() - started;
-      // A measurement costs a walk of the layer: never spend more than a third of the time on it.
-      const floor = Math.max(MIN_INTERVAL_MS, 2 * took);
-      const used = usage.usedBytes;
-      if (used !== undefined && options.limitBytes !== undefined) {
-        // Next look before a writer at the fastest rate seen (or a fast disk's, if higher)
-        // could cover half the headroom left: the closer to the limit, the closer the looks.
-        const seen = last && used > last.used ? (used - last.used) / (started - last.at || 1) : 0;
-        const rate = Math.max(seen, FAST_WRITER_BYTES_PER_MS);
-        delay = Math.min(delay, (options.limitBytes - used) / rate / 2);
-        last = { at: started, used };
+      delay = nextDelay(options, usage, { started, took: Date.now() - started, last });
+      if (usage.usedBytes !== undefined && options.limitBytes !== undefined) {
+        last = { at: started, used: usage.usedBytes };
       }
-      delay = Math.max(floor, delay);
     } catch (error) {
       // The container may be going away (run end) or be busy; the next round tries again.
       options.log.debug({ runId: options.runId, err: String(error) }, 'disk measurement failed');
@@ -189,6 +153,56 @@ export async function startDiskGuard(options: DiskGuardOptions): Promise<DiskGua
   };
   timer = setTimeout(() => void tick(), MIN_INTERVAL_MS).unref();
   return { measure, settle, stop };
+}
+
+/** The first limit this measurement passed, if any: the layer's size, then the engine's disk. */
+function limitPassed(
+  usage: DiskUsage,
+  options: Pick<DiskGuardOptions, 'limitBytes' | 'floorBytes' | 'floorInodes'>,
+): SandboxLimitExceeded | undefined {
+  const { limitBytes, floorBytes } = options;
+  if (limitBytes !== undefined && usage.usedBytes !== undefined && usage.usedBytes > limitBytes) {
+    return new SandboxLimitExceeded(
+      'disk',
+      `the sandbox wrote more than ${formatBytes(limitBytes)} (${formatBytes(usage.usedBytes)} measured); raise FROGNANO_SANDBOX_DISK if the repository needs more`,
+    );
+  }
+  if (floorBytes > 0 && usage.freeBytes !== undefined && usage.freeBytes < floorBytes) {
+    return new SandboxLimitExceeded(
+      'disk_floor',
+      `the Docker engine's disk has less than ${formatBytes(floorBytes)} free (${formatBytes(usage.freeBytes)} left); free space on it or lower FROGNANO_DISK_FLOOR`,
+    );
+  }
+  if (usage.freeInodes !== undefined && usage.totalInodes) {
+    const floor = options.floorInodes ?? Math.floor(usage.totalInodes / 20);
+    if (usage.freeInodes < floor) {
+      return new SandboxLimitExceeded(
+        'disk_floor',
+        `the Docker engine's disk has fewer than ${floor} free inodes (${usage.freeInodes} left): the sandbox made too many files; remove files on that disk`,
+      );
+    }
+  }
+  return undefined;
+}
+
+/** The pause before the next measurement, from this one (taken at `started`, lasting `took`). */
+function nextDelay(
+  options: Pick<DiskGuardOptions, 'limitBytes' | 'intervalMs'>,
+  usage: DiskUsage,
+  { started, took, last }: { started: number; took: number; last?: { at: number; used: number } },
+): number {
+  let delay = options.intervalMs;
+  // A measurement costs a walk of the layer: never spend more than a third of the time on it.
+  const floor = Math.max(MIN_INTERVAL_MS, 2 * took);
+  const used = usage.usedBytes;
+  if (used !== undefined && options.limitBytes !== undefined) {
+    // Next look before a writer at the fastest rate seen (or a fast disk's, if higher)
+    // could cover half the headroom left: the closer to the limit, the closer the looks.
+    const seen = last && used > last.used ? (used - last.used) / (started - last.at || 1) : 0;
+    const rate = Math.max(seen, FAST_WRITER_BYTES_PER_MS);
+    delay = Math.min(delay, (options.limitBytes - used) / rate / 2);
+  }
+  return Math.max(floor, delay);
 }
 
 /** At most what the sandbox can have added since `before`: disk space gone plus /tmp grown. */

@@ -3,14 +3,13 @@
 // helper process inside the container (tool-helper-channel.ts), so a Read/Edit/Glob is
 // one round trip. The container is labelled so that nothing of ours outlives its run.
 import { randomBytes } from 'node:crypto';
-import Docker from 'dockerode';
-import { z } from 'zod';
+import type Docker from 'dockerode';
+import type { z } from 'zod';
 import { log as defaultLog, type Logger } from '../log.js';
 import {
   PythonError,
   SandboxFailure,
   type ExecOptions,
-  type ExecResult,
   type FileRead,
   type GlobMatch,
   type LinesRead,
@@ -18,163 +17,100 @@ import {
   type Sandbox,
 } from '../leaf/sandbox.js';
 import { cpLength, pyRepr } from '../leaf/python-text.js';
+import { commitContainer } from './commit-container.js';
+import { copyIntoContainer } from './copy-into-container.js';
+import { createContainer } from './create-container.js';
+import { disconnectNetworks } from './disconnect-networks.js';
 import { connectDocker } from './docker-engine.js';
-import { startDiskGuard, type DiskGuard, type SandboxLimitExceeded } from './disk-guard.js';
 import {
-  LABEL_OWNER,
-  LABEL_OWNER_HOST,
-  LABEL_OWNER_PID,
-  LABEL_OWNER_PROCESS,
-  ownerLabels,
-  type SandboxOwner,
-} from './owner.js';
-import { packDirectory } from './pack-directory.js';
+  execPayload,
+  execResult,
+  killedResult,
+  limitNotes,
+  outputCap,
+  withNotes,
+  type DockerExecResult,
+} from './docker-exec-result.js';
+import {
+  DockerSandboxOptions,
+  LABEL_CREATED,
+  LABEL_REPO,
+  LABEL_RUN,
+  SANDBOX_ENV,
+  SANDBOX_HOME,
+  SANDBOX_USER,
+  SANDBOX_WORKDIR,
+  type DockerSandboxLimits,
+  type ResolvedDockerSandboxOptions,
+} from './docker-sandbox-options.js';
+import { startDiskGuard, type DiskGuard, type SandboxLimitExceeded } from './disk-guard.js';
+import { errorText } from './engine-error-text.js';
+import { rescueOverrun, type RescueContext } from './exec-rescue.js';
+import { ExecWatch } from './exec-watch.js';
+import {
+  EditResult,
+  ExecWireResult,
+  GlobResult,
+  GlobShownResult,
+  LinesResult,
+  MAX_TRANSFER_BYTES,
+  ReadResult,
+  WriteResult,
+} from './helper-wire.js';
+import { ownerLabels } from './owner.js';
+import { packDirectories } from './sandbox-skeleton.js';
 import {
   HelperChannelError,
   HelperPythonMissing,
   ToolHelperChannel,
 } from './tool-helper-channel.js';
 
+export {
+  DEFAULT_SANDBOX_IMAGE,
+  DockerSandboxOptions,
+  LABEL_CREATED,
+  LABEL_REPO,
+  LABEL_RUN,
+  SANDBOX_ENV,
+  SANDBOX_GID,
+  SANDBOX_HOME,
+  SANDBOX_UID,
+  SANDBOX_WORKDIR,
+  type DockerSandboxLimits,
+} from './docker-sandbox-options.js';
+export type { DockerExecResult } from './docker-exec-result.js';
+
 // Delays between helper restart attempts; `undefined` marks the last attempt.
 const RESTART_BACKOFF_MS: readonly (number | undefined)[] = [250, 1000, undefined];
-
-/**
- * Built by sandbox/Dockerfile, or offline by sandbox/build-offline.sh: the same recipe
- * (sandbox/setup-image.sh). The tag carries the recipe version: change the recipe, bump it, and
- * every start builds the new image instead of using a stale one.
- */
-export const DEFAULT_SANDBOX_IMAGE = 'frognano/sandbox:py3-r2';
-export const LABEL_RUN = 'frognano.run';
-export const LABEL_REPO = 'frognano.repo';
-export const LABEL_CREATED = 'frognano.created';
-export const SANDBOX_WORKDIR = '/testbed';
-export const SANDBOX_HOME = '/home/frognano';
-export const SANDBOX_UID = 1000;
-export const SANDBOX_GID = 1000;
-const SANDBOX_USER = `${SANDBOX_UID}:${SANDBOX_GID}`;
-const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-/** The only variables the container gets: never a credential. */
-export const SANDBOX_ENV = [`PATH=${SANDBOX_PATH}`, `HOME=${SANDBOX_HOME}`, 'LANG=C.UTF-8'];
-
-const MiB = 1024 * 1024;
-const DEFAULT_MAX_OUTPUT_BYTES = MiB;
-/** Two capped streams must fit in one helper frame. */
-const MAX_OUTPUT_BYTES_LIMIT = 32 * MiB;
-/** Largest file or stdin sent through the helper (as for reads). */
-const MAX_TRANSFER_BYTES = 64 * MiB;
-/** setTimeout fires at once for delays above 2^31-1 ms, so longer waits are re-armed. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 /** A helper that keeps dying is a broken sandbox, not bad luck. */
 const MAX_HELPER_RESTARTS = 20;
 
-const Limits = z.object({
-  memoryBytes: z
-    .number()
-    .int()
-    .min(16 * MiB)
-    .default(4096 * MiB),
-  nanoCpus: z.number().int().min(10_000_000).default(2_000_000_000),
-  pidsLimit: z.number().int().min(16).default(1024),
-  tmpfsBytes: z
-    .number()
-    .int()
-    .min(MiB)
-    .default(1024 * MiB),
-  /** Bytes the sandbox may write (writable layer, volumes, /tmp) before the run stops. */
-  diskBytes: z
-    .number()
-    .int()
-    .min(MiB)
-    .default(10 * 1024 * MiB),
-  /** The run stops when the engine's disk has less than this free (0: never). */
-  diskFloorBytes: z
-    .number()
-    .int()
-    .min(0)
-    .default(2 * 1024 * MiB),
-});
-
-export const DockerSandboxOptions = z.object({
-  docker: z
-    .custom<Docker>((value) => value instanceof Docker, {
-      message: 'docker must be a Dockerode instance',
-    })
-    .optional(),
-  image: z.string().min(1).default(DEFAULT_SANDBOX_IMAGE),
-  runId: z
-    .string()
-    .regex(
-      /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/,
-      'runId must be 1-100 of [A-Za-z0-9_.-], starting alphanumeric',
-    ),
-  repo: z.string().max(512).default(''),
-  network: z.enum(['none', 'bridge']).default('none'),
-  limits: Limits.prefault({}),
-  labels: z.record(z.string().min(1), z.string()).default({}),
-  /**
-   * Who may reap the container (owner.ts: `sandboxOwner(dataDir)`). Without one the
-   * container carries no owner and no reaper touches it; its creator must remove it.
-   */
-  owner: z
-    .custom<SandboxOwner>(
-      (value) =>
-        typeof value === 'object' &&
-        value !== null &&
-        typeof (value as SandboxOwner).instance === 'string' &&
-        typeof (value as SandboxOwner).process === 'string',
-      { message: 'owner must come from sandboxOwner(dataDir)' },
-    )
-    .optional(),
-  /** Upper bound for one Read/Write/Glob round trip before the helper counts as hung. */
-  fileOpTimeoutMs: z.number().int().positive().default(60_000),
-  /**
-   * How long the helper gets past a command's timeout (or abort) before the host kills the
-   * command's group itself; after as long again the helper counts as hung and is replaced.
-   */
-  execGraceMs: z.number().int().positive().default(10_000),
-  /** Longest pause between two disk measurements (disk-guard.ts). */
-  diskCheckMs: z.number().int().positive().default(2000),
-  logger: z.custom<Logger>((value) => typeof value === 'object' && value !== null).optional(),
-});
-export type DockerSandboxOptions = z.input<typeof DockerSandboxOptions>;
-type ResolvedOptions = z.output<typeof DockerSandboxOptions>;
-export type DockerSandboxLimits = z.output<typeof Limits>;
-
-export interface DockerExecResult extends ExecResult {
-  /** The container's memory limit killed a process while this command ran. */
-  oomKilled: boolean;
-  /** A fork failed at the container's pids limit while this command ran. */
-  pidsLimitHit: boolean;
-}
-
-const Base64 = z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/);
-const PathText = z.string().max(65_536);
-const ReadResult = z.object({ data: Base64, realPath: PathText });
-const WriteResult = z.object({ realPath: PathText });
-const LinesResult = z.object({
-  // At most the asked code points (each up to two UTF-16 units); checked exactly below.
-  text: z.string().max(2 * 1_000_000),
-  totalChars: z.number().int().nonnegative(),
-  realPath: PathText,
-});
-const EditResult = z.object({ count: z.number().int().positive(), realPath: PathText });
-const GlobResult = z.object({ matches: z.array(z.object({ path: PathText, realPath: PathText })) });
-const GlobShownResult = z.object({ shown: z.array(PathText), total: z.number().int().min(0) });
-const ExecWireResult = z.object({
-  exitCode: z.number().int(),
-  stdout: Base64,
-  stderr: Base64,
-  stdoutDropped: z.number().int().nonnegative(),
-  stderrDropped: z.number().int().nonnegative(),
-  timedOut: z.boolean(),
-  cancelled: z.boolean(),
-  oomKilled: z.boolean(),
-  pidsLimitHit: z.boolean(),
-  countersAvailable: z.boolean(),
-});
-
 /** Creates, starts and connects a hardened container; removes it again if any step fails. */
 export async function createDockerSandbox(options: DockerSandboxOptions): Promise<DockerSandbox> {
+  const resolved = parseOptions(options);
+  const docker = resolved.docker ?? connectDocker();
+  const logger = resolved.logger ?? defaultLog;
+  const identity = sandboxIdentity(resolved);
+  const { container, quota } = await createContainer(docker, resolved, identity, logger);
+  const sandbox = new DockerSandbox(docker, container, resolved, identity.labels, logger);
+  await startSandbox(sandbox, container, {
+    quota,
+    diskCheckMs: resolved.diskCheckMs,
+    name: identity.name,
+  });
+  logger.info(
+    {
+      runId: resolved.runId,
+      container: container.id.slice(0, 12),
+      image: resolved.image,
+      diskQuota: quota,
+    },
+    'sandbox started',
+  );
+  return sandbox;
+}
+
+function parseOptions(options: DockerSandboxOptions): ResolvedDockerSandboxOptions {
   const parsed = DockerSandboxOptions.safeParse(options);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -182,9 +118,14 @@ export async function createDockerSandbox(options: DockerSandboxOptions): Promis
       `invalid DockerSandbox option ${issue?.path.join('.') || '(root)'}: ${issue?.message}`,
     );
   }
-  const resolved = parsed.data;
-  const docker = resolved.docker ?? connectDocker();
-  const logger = resolved.logger ?? defaultLog;
+  return parsed.data;
+}
+
+/** The container's name and labels: the run, the repository, when, and who may reap it. */
+function sandboxIdentity(resolved: ResolvedDockerSandboxOptions): {
+  name: string;
+  labels: Record<string, string>;
+} {
   const created = new Date().toISOString();
   const labels: Record<string, string> = {
     ...resolved.labels,
@@ -194,69 +135,21 @@ export async function createDockerSandbox(options: DockerSandboxOptions): Promis
     [LABEL_CREATED]: created,
   };
   const name = `frognano-${resolved.runId}-${randomBytes(3).toString('hex')}`;
-  const { limits } = resolved;
+  return { name, labels };
+}
 
-  const config = (storageOpt: boolean): Docker.ContainerCreateOptions => ({
-    name,
-    Image: resolved.image,
-    Cmd: ['sleep', 'infinity'],
-    Entrypoint: [],
-    User: SANDBOX_USER,
-    WorkingDir: SANDBOX_WORKDIR,
-    Env: SANDBOX_ENV,
-    Labels: labels,
-    Tty: false,
-    OpenStdin: false,
-    NetworkDisabled: false,
-    HostConfig: {
-      NetworkMode: resolved.network,
-      CapDrop: ['ALL'],
-      SecurityOpt: ['no-new-privileges'],
-      Privileged: false,
-      Init: true,
-      Memory: limits.memoryBytes,
-      MemorySwap: limits.memoryBytes,
-      NanoCpus: limits.nanoCpus,
-      PidsLimit: limits.pidsLimit,
-      Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${limits.tmpfsBytes},mode=1777` },
-      Binds: [],
-      Mounts: [],
-      AutoRemove: false,
-      ReadonlyRootfs: false,
-      IpcMode: 'private',
-      LogConfig: { Type: 'none', Config: {} },
-      // The engine's own quota where its storage driver has one (overlay2 on xfs with
-      // pquota, btrfs, zfs); elsewhere the disk guard measures instead.
-      ...(storageOpt ? { StorageOpt: { size: String(limits.diskBytes) } } : {}),
-    },
-  });
-
-  let container: Docker.Container;
-  let quota = storageQuota.get(engineKey(docker)) !== false;
-  try {
-    try {
-      container = await docker.createContainer(config(quota));
-    } catch (error) {
-      if (!quota || !STORAGE_OPT_UNSUPPORTED.test(errorText(error))) throw error;
-      storageQuota.set(engineKey(docker), false);
-      quota = false;
-      logger.info(
-        { driverSays: errorText(error) },
-        'no disk quota from the storage driver; the disk guard measures instead',
-      );
-      container = await docker.createContainer(config(false));
-    }
-  } catch (error) {
-    throw new SandboxFailure(describeCreateError(error, resolved.image), { cause: error });
-  }
-
-  const sandbox = new DockerSandbox(docker, container, resolved, labels, logger);
+/** The created container made ready: home and workdir, started, guarded, its helper up. */
+async function startSandbox(
+  sandbox: DockerSandbox,
+  container: Docker.Container,
+  { quota, diskCheckMs, name }: { quota: boolean; diskCheckMs: number; name: string },
+): Promise<void> {
   try {
     // putArchive runs in the engine, not as uid 1000, so it can give the sandbox user its
     // home and /testbed in any image, even one without them.
     await container.putArchive(packDirectories([SANDBOX_HOME, SANDBOX_WORKDIR]), { path: '/' });
     await container.start();
-    await sandbox.guardDisk(quota, resolved.diskCheckMs);
+    await sandbox.guardDisk(quota, diskCheckMs);
     await sandbox.startHelper();
   } catch (error) {
     // The reason it failed matters more than a failed cleanup (the reaper gets those).
@@ -269,16 +162,6 @@ export async function createDockerSandbox(options: DockerSandboxOptions): Promis
       cause: error,
     });
   }
-  logger.info(
-    {
-      runId: resolved.runId,
-      container: container.id.slice(0, 12),
-      image: resolved.image,
-      diskQuota: quota,
-    },
-    'sandbox started',
-  );
-  return sandbox;
 }
 
 export class DockerSandbox implements Sandbox {
@@ -304,7 +187,7 @@ export class DockerSandbox implements Sandbox {
   constructor(
     private readonly docker: Docker,
     private readonly container: Docker.Container,
-    options: ResolvedOptions,
+    options: ResolvedDockerSandboxOptions,
     readonly labels: Readonly<Record<string, string>>,
     private readonly log: Logger,
   ) {
@@ -383,32 +266,8 @@ export class DockerSandbox implements Sandbox {
 
   async exec(command: string, options: ExecOptions = {}): Promise<DockerExecResult> {
     const started = Date.now();
-    const maxOutputBytes = Math.min(
-      options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
-      MAX_OUTPUT_BYTES_LIMIT,
-    );
-    const payload: Record<string, unknown> = {
-      command,
-      cwd: options.cwd ?? this.workdir,
-      env: options.env ?? {},
-      maxOutputBytes: Math.max(0, maxOutputBytes),
-      timeoutMs: options.timeoutMs ?? null,
-      // On a timeout or cancel, also kill what left the command's process group.
-      killStrays: true,
-    };
-    if (options.stdin !== undefined) {
-      const stdin =
-        typeof options.stdin === 'string'
-          ? Buffer.from(options.stdin, 'utf8')
-          : Buffer.from(options.stdin.buffer, options.stdin.byteOffset, options.stdin.byteLength);
-      if (stdin.length > MAX_TRANSFER_BYTES) {
-        throw new PythonError(
-          'OSError',
-          `[Errno 27] stdin too large for the sandbox transport (${stdin.length} bytes; limit ${MAX_TRANSFER_BYTES})`,
-        );
-      }
-      payload.stdin = stdin.toString('base64');
-    }
+    const maxOutputBytes = outputCap(options);
+    const payload = execPayload(command, options, this.workdir, maxOutputBytes);
     if (options.signal?.aborted) {
       // As if started and killed at once: nothing ran, nothing to say.
       return killedResult(started, maxOutputBytes);
@@ -419,77 +278,20 @@ export class DockerSandbox implements Sandbox {
     } catch (error) {
       throw this.fatal(error);
     }
-    let id = 0;
-    let pgid = 0;
-    let cancelRequested = false;
-    let watchdog: NodeJS.Timeout | undefined;
-    const armWatchdog = (afterMs: number) => {
-      clearTimeout(watchdog);
-      const due = Date.now() + afterMs;
-      const fire = (): void => {
-        const left = due - Date.now();
-        if (left > 0) watchdog = setTimeout(fire, Math.min(left, MAX_TIMER_MS));
-        else void this.rescue(helper, pgid, command);
-      };
-      watchdog = setTimeout(fire, Math.min(afterMs, MAX_TIMER_MS));
+    const rescue: RescueContext = {
+      container: this.container,
+      log: this.log,
+      runId: this.runId,
+      graceMs: this.execGraceMs,
+      disposed: () => this.disposed,
     };
-    const onAbort = () => {
-      cancelRequested = true;
-      if (pgid) helper.cancel(id);
-      armWatchdog(this.execGraceMs);
-    };
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    if (options.timeoutMs !== undefined) armWatchdog(options.timeoutMs + this.execGraceMs);
+    const watch = new ExecWatch(helper, this.execGraceMs, options.signal, (pgid) => {
+      void rescueOverrun(rescue, helper, pgid, command);
+    });
+    watch.start(options.timeoutMs);
     try {
-      const raw = await helper.request('exec', payload, {
-        onId: (value) => (id = value),
-        onStarted: (value) => {
-          pgid = value;
-          if (cancelRequested) helper.cancel(id);
-        },
-      });
-      const wire = this.validate(helper, ExecWireResult, raw);
-      const stdout = Buffer.from(wire.stdout, 'base64');
-      let stderr = Buffer.from(wire.stderr, 'base64');
-      if (stdout.length > maxOutputBytes || stderr.length > maxOutputBytes) {
-        throw this.misbehaved(helper, 'tool helper returned more output than the cap');
-      }
-      let oomKilled = wire.oomKilled;
-      if (!wire.countersAvailable && wire.exitCode === -9 && !wire.timedOut && !wire.cancelled) {
-        oomKilled = await this.containerOomKilled();
-      }
-      const notes: string[] = [];
-      if (oomKilled) {
-        notes.push(
-          `[frognano sandbox] out of memory: a process was killed at the ${Math.round(this.limits.memoryBytes / MiB)} MiB memory limit`,
-        );
-      }
-      if (wire.pidsLimitHit) {
-        notes.push(
-          `[frognano sandbox] process limit reached: fork failed at the limit of ${this.limits.pidsLimit} processes`,
-        );
-      }
-      if (notes.length > 0) {
-        const sep = stderr.length > 0 && stderr[stderr.length - 1] !== 0x0a ? '\n' : '';
-        stderr = Buffer.concat([stderr, Buffer.from(`${sep}${notes.join('\n')}\n`, 'utf8')]);
-        this.log.warn(
-          { runId: this.runId, oomKilled, pidsLimitHit: wire.pidsLimitHit },
-          'sandbox limit reached',
-        );
-      }
-      await this.settleDisk();
-      return {
-        exitCode: wire.exitCode,
-        stdout,
-        stderr,
-        stdoutDroppedChars: wire.stdoutDropped,
-        stderrDroppedChars: wire.stderrDropped,
-        timedOut: wire.timedOut,
-        durationMs: Date.now() - started,
-        oomKilled,
-        pidsLimitHit: wire.pidsLimitHit,
-        ...(notes.length > 0 ? { notes } : {}),
-      };
+      const raw = await helper.request('exec', payload, watch.events);
+      return await this.execOutcome(helper, raw, started, maxOutputBytes);
     } catch (error) {
       if (error instanceof PythonError) throw error;
       if (!(error instanceof HelperChannelError)) throw this.fatal(error);
@@ -502,9 +304,40 @@ export class DockerSandbox implements Sandbox {
         'the sandbox tool helper died while this command ran',
       );
     } finally {
-      clearTimeout(watchdog);
-      options.signal?.removeEventListener('abort', onAbort);
+      watch.stop();
     }
+  }
+
+  /** The helper's exec reply, checked, with the limits it hit noted and the disk settled. */
+  private async execOutcome(
+    helper: ToolHelperChannel,
+    raw: unknown,
+    started: number,
+    maxOutputBytes: number,
+  ): Promise<DockerExecResult> {
+    const wire = this.validate(helper, ExecWireResult, raw);
+    const stdout = Buffer.from(wire.stdout, 'base64');
+    const stderr = Buffer.from(wire.stderr, 'base64');
+    if (stdout.length > maxOutputBytes || stderr.length > maxOutputBytes) {
+      throw this.misbehaved(helper, 'tool helper returned more output than the cap');
+    }
+    let oomKilled = wire.oomKilled;
+    if (!wire.countersAvailable && wire.exitCode === -9 && !wire.timedOut && !wire.cancelled) {
+      oomKilled = await this.containerOomKilled();
+    }
+    const notes = limitNotes(oomKilled, wire.pidsLimitHit, this.limits);
+    if (notes.length > 0) {
+      this.log.warn(
+        { runId: this.runId, oomKilled, pidsLimitHit: wire.pidsLimitHit },
+        'sandbox limit reached',
+      );
+    }
+    await this.settleDisk();
+    return execResult(
+      wire,
+      { stdout, stderr: withNotes(stderr, notes), oomKilled, notes },
+      started,
+    );
   }
 
   async readFile(path: string): Promise<FileRead> {
@@ -584,66 +417,12 @@ export class DockerSandbox implements Sandbox {
    * through the Engine API: symlinks kept as links, every entry owned by uid 1000.
    */
   async copyIn(hostDir: string, target: string = this.workdir): Promise<{ entries: number }> {
-    if (!target.startsWith('/'))
-      throw new Error(`copyIn target must be an absolute path: ${target}`);
-    if (target !== this.workdir) {
-      // putArchive needs an existing directory; made here as the sandbox user's.
-      await this.container.putArchive(packDirectories([target]), { path: '/' });
-    }
-    const packed = packDirectory(hostDir, {
-      uid: SANDBOX_UID,
-      gid: SANDBOX_GID,
-      uname: 'frognano',
-      gname: 'frognano',
-    });
-    try {
-      const [, entries] = await Promise.all([
-        this.container.putArchive(packed.stream as unknown as NodeJS.ReadableStream, {
-          path: target,
-        }),
-        packed.done,
-      ]);
-      return { entries };
-    } catch (error) {
-      packed.stream.destroy();
-      throw new SandboxFailure(
-        `could not copy ${hostDir} into the sandbox at ${target}: ${errorText(error)}`,
-        {
-          cause: error,
-        },
-      );
-    }
+    return copyIntoContainer(this.container, hostDir, target, this.workdir);
   }
 
   /** Cuts every network: afterwards the container has loopback only. Idempotent. */
   async disconnectNetwork(): Promise<void> {
-    const info = await this.container.inspect();
-    const networks = Object.keys(info.NetworkSettings?.Networks ?? {}).filter(
-      (name) => name !== 'none',
-    );
-    for (const name of networks) {
-      try {
-        await this.docker
-          .getNetwork(name)
-          .disconnect({ Container: this.container.id, Force: true });
-      } catch (error) {
-        // Already gone (a concurrent call, or the network was removed): that is the goal.
-        if (!/is not connected|not found|no such/i.test(errorText(error))) {
-          throw new SandboxFailure(
-            `could not disconnect the sandbox from network ${name}: ${errorText(error)}`,
-            {
-              cause: error,
-            },
-          );
-        }
-      }
-    }
-    const after = await this.container.inspect();
-    const left = Object.keys(after.NetworkSettings?.Networks ?? {}).filter(
-      (name) => name !== 'none',
-    );
-    if (left.length > 0)
-      throw new SandboxFailure(`sandbox still attached to network(s): ${left.join(', ')}`);
+    await disconnectNetworks(this.docker, this.container);
   }
 
   /**
@@ -652,32 +431,7 @@ export class DockerSandbox implements Sandbox {
    * override, e.g. `frognano.run`). Returns the image id.
    */
   async commit(tag: string, labels: Record<string, string> = {}): Promise<string> {
-    const { repo, tag: version } = splitImageTag(tag);
-    const result = (await this.container.commit({
-      _query: {
-        container: this.container.id,
-        repo,
-        tag: version,
-        pause: true,
-        comment: 'frognano setup snapshot',
-      },
-      // A setup snapshot belongs to no process: a container started from it gets its own owner,
-      // and one started without any must not inherit this run's. (A run's attempt base passes
-      // its owner in `labels`, so reap can remove it if the run is killed.)
-      _body: {
-        Labels: {
-          [LABEL_OWNER]: '',
-          [LABEL_OWNER_PROCESS]: '',
-          [LABEL_OWNER_PID]: '',
-          [LABEL_OWNER_HOST]: '',
-          ...labels,
-        },
-      },
-    })) as { Id?: string; id?: string };
-    const imageId = result.Id ?? result.id;
-    if (!imageId)
-      throw new SandboxFailure(`docker commit of ${this.container.id} returned no image id`);
-    return imageId;
+    return commitContainer(this.container, tag, labels);
   }
 
   /** The container's State.OOMKilled flag (set when the memory cgroup killed anything). */
@@ -842,138 +596,4 @@ export class DockerSandbox implements Sandbox {
     this.helper = helper;
     return helper;
   }
-
-  /**
-   * The helper did not answer in time after a timeout or abort: kill the command's group
-   * from the host with a second exec, then give the helper a last chance before dropping it.
-   */
-  private async rescue(helper: ToolHelperChannel, pgid: number, command: string): Promise<void> {
-    if (helper.dead) return;
-    this.log.warn(
-      { runId: this.runId, pgid, command: command.slice(0, 200) },
-      'sandbox exec overran; killing from host',
-    );
-    if (pgid > 0) {
-      try {
-        await this.runDirect(['kill', '-KILL', '--', `-${pgid}`]);
-      } catch (error) {
-        this.log.warn({ runId: this.runId, err: errorText(error) }, 'host-side kill failed');
-      }
-    }
-    setTimeout(() => {
-      if (helper.dead) return;
-      helper.fail(new HelperChannelError('tool helper did not finish a killed command'));
-      // A hung helper (e.g. stopped by the agent) would linger until the container goes.
-      if (!this.disposed)
-        void this.runDirect(['kill', '-KILL', String(helper.pid)]).catch(() => undefined);
-    }, this.execGraceMs).unref();
-  }
-
-  /** A plain exec as the sandbox user, outside the helper (used only for rescue). */
-  private async runDirect(cmd: string[]): Promise<void> {
-    const exec = await this.container.exec({
-      Cmd: cmd,
-      User: SANDBOX_USER,
-      AttachStdout: true,
-      AttachStderr: true,
-      Env: SANDBOX_ENV,
-    });
-    const stream = await exec.start({});
-    await new Promise<void>((resolve) => {
-      stream.on('end', resolve);
-      stream.on('close', resolve);
-      stream.on('error', () => resolve());
-      stream.resume();
-    });
-  }
-}
-
-/** Engines whose storage driver cannot give a container a size quota (remembered per engine). */
-const storageQuota = new Map<string, false>();
-
-function engineKey(docker: Docker): string {
-  const modem = docker.modem as { socketPath?: unknown; host?: unknown; port?: unknown };
-  return JSON.stringify([modem.socketPath, modem.host, modem.port]);
-}
-// overlay2 off xfs/pquota: "--storage-opt is supported only for overlay over xfs with 'pquota'
-// mount option"; other drivers: "Storage Option not supported", "... size is not supported".
-const STORAGE_OPT_UNSUPPORTED =
-  /storage[- ]?opt(ion)?s? .*(not supported|supported only|only supported)|not supported .*storage[- ]?opt/i;
-
-function killedResult(started: number, maxOutputBytes: number, why?: string): DockerExecResult {
-  const note = why
-    ? Buffer.from(`[frognano sandbox] ${why}\n`, 'utf8').subarray(0, Math.max(0, maxOutputBytes))
-    : Buffer.alloc(0);
-  return {
-    exitCode: -9,
-    stdout: Buffer.alloc(0),
-    stderr: note,
-    stdoutDroppedChars: 0,
-    stderrDroppedChars: 0,
-    timedOut: false,
-    durationMs: Date.now() - started,
-    oomKilled: false,
-    pidsLimitHit: false,
-  };
-}
-
-/**
- * A tar of directories owned by the sandbox user, extracted at `/`. Missing parents are
- * made by the engine and stay root's.
- */
-function packDirectories(dirs: string[]): Buffer {
-  const blocks = dirs.map((dir) => {
-    const name = `${dir.split('/').filter(Boolean).join('/')}/`;
-    if (Buffer.byteLength(name) > 100)
-      throw new Error(`directory path too long for the sandbox skeleton: ${dir}`);
-    return tarDirectoryHeader(name, SANDBOX_UID, SANDBOX_GID, 0o755);
-  });
-  blocks.push(Buffer.alloc(1024));
-  return Buffer.concat(blocks);
-}
-
-/** One ustar header for a directory (small and fixed, so no stream is needed). */
-function tarDirectoryHeader(name: string, uid: number, gid: number, mode: number): Buffer {
-  const header = Buffer.alloc(512);
-  const octal = (value: number, length: number) =>
-    value.toString(8).padStart(length - 1, '0') + '\0';
-  header.write(name, 0, 100, 'utf8');
-  header.write(octal(mode, 8), 100, 'ascii');
-  header.write(octal(uid, 8), 108, 'ascii');
-  header.write(octal(gid, 8), 116, 'ascii');
-  header.write(octal(0, 12), 124, 'ascii');
-  header.write(octal(Math.floor(Date.now() / 1000), 12), 136, 'ascii');
-  header.write('        ', 148, 'ascii');
-  header.write('5', 156, 'ascii');
-  header.write('ustar\0', 257, 'ascii');
-  header.write('00', 263, 'ascii');
-  header.write('frognano', 265, 'ascii');
-  header.write('frognano', 297, 'ascii');
-  let sum = 0;
-  for (const byte of header) sum += byte;
-  header.write(sum.toString(8).padStart(6, '0') + '\0 ', 148, 'ascii');
-  return header;
-}
-
-function splitImageTag(reference: string): { repo: string; tag: string } {
-  const slash = reference.lastIndexOf('/');
-  const colon = reference.lastIndexOf(':');
-  if (colon > slash) return { repo: reference.slice(0, colon), tag: reference.slice(colon + 1) };
-  return { repo: reference, tag: 'latest' };
-}
-
-function describeCreateError(error: unknown, image: string): string {
-  const status = (error as { statusCode?: number }).statusCode;
-  if (status === 404 && /no such image/i.test(errorText(error))) {
-    return `sandbox image ${image} not found; build it (docker build -t ${image} sandbox/, or sandbox/build-offline.sh without a registry) or choose another image`;
-  }
-  return `could not create the sandbox container from ${image}: ${errorText(error)}`;
-}
-
-function errorText(error: unknown): string {
-  if (error instanceof Error) {
-    const json = (error as { json?: { message?: string } }).json;
-    return json?.message ?? error.message;
-  }
-  return String(error);
 }

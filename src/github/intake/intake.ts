@@ -17,23 +17,25 @@
 // not make every other repository of it wait; the person labelling issues acts in one
 // repository, and a repository is what the cap refusal can name.
 import type { Logger } from 'pino';
-import type { Queue } from '../../queue/types.js';
+import type { Queue, RunRecord } from '../../queue/types.js';
 import type { GitHubClient } from '../octokit.js';
 import { issueKey, type IssueJob } from '../job.js';
 import { notOursLine, ownPullRequest } from '../publishing/index.js';
 import { KeyedLock } from '../keyed-lock.js';
 import { hasWriteAccess } from './permission-check.js';
 import { RestBudget } from '../rest-budget.js';
-import { readIssueTextsOffThread } from '../sanitize-off-thread.js';
 import {
   ensureStatusComment,
   renderStatus,
   STATUS_COMMENT_NOTE,
   triggerWords,
 } from '../status/index.js';
-import type { TriggerDecision, TriggerTarget } from './triggers.js';
+import type { AcceptedTrigger, TriggerTarget } from './trigger-types.js';
+import { jobFor } from './trigger-job.js';
+import { visibleJob } from './visible-job.js';
+import { react } from './react-to-trigger.js';
 
-export type AcceptedTrigger = Exclude<TriggerDecision, { kind: 'ignore' }>;
+export type { AcceptedTrigger } from './trigger-types.js';
 
 /** How long a delivery whose decision failed (GitHub unreachable) waits before it is tried again. */
 const RETRY_FAILED_MS = 30_000;
@@ -76,6 +78,14 @@ type WriteTask =
       /** Called under the issue's lock right before the write; undefined: nothing to say. */
       render: () => Promise<{ body: string; runId?: string } | undefined>;
     };
+
+/** One delivery being decided: its trigger, the client counting its calls, its held run. */
+interface Deciding<D extends AcceptedTrigger = AcceptedTrigger> {
+  deliveryId: string;
+  decision: D;
+  octokit: GitHubClient;
+  held: RunRecord<IssueJob> | undefined;
+}
 
 export class Intake {
   readonly #deciding = new Map<string, Promise<void>>();
@@ -192,18 +202,29 @@ export class Intake {
     this.#retryTimer.unref();
   }
 
+  /**
+   * One delivery, after its acceptance: the sender's permission, then what the trigger asks for.
+   * The REST calls it spent count towards the run it touched.
+   */
   async #decide(deliveryId: string, decision: AcceptedTrigger): Promise<void> {
-    const { log, queue } = this.deps;
     if (this.#stopped) throw new Error('intake stopped');
     const budget = new RestBudget();
     const octokit = budget.attach(await this.deps.auth(decision.installationId));
     // The installation token mint happens inside the auth strategy, unseen by the hook; count
     // it as if it happened (it does unless a cached token is reused).
     budget.spend();
+    const held = await this.deps.queue.runForDelivery(deliveryId);
+    const deciding: Deciding = { deliveryId, decision, octokit, held };
+    if (!(await this.#permitted(deciding))) return;
+    const runId = await this.#carryOut(deciding);
+    if (runId) await this.deps.queue.addRestCalls(runId, budget.spent);
+  }
+
+  /** Whether the sender may do this here; when not, the held run goes and the sender is told. */
+  async #permitted({ deliveryId, decision, octokit, held }: Deciding): Promise<boolean> {
+    const { log, queue } = this.deps;
     const key = issueKey(decision);
     const who = decision.sender.login;
-    const held = await queue.runForDelivery(deliveryId);
-
     const allowed = await hasWriteAccess(octokit, {
       owner: decision.owner,
       repo: decision.repo,
@@ -211,94 +232,147 @@ export class Intake {
     });
     if (!allowed) {
       log.info({ deliveryId, key, sender: who }, 'trigger refused: no write access');
-      if (held && (await queue.discard(held.id))) this.deps.onEnqueued?.();
+      await this.#discardHeld(held);
       this.#write({
         kind: 'comment',
         target: decision,
         onceNote: `refused:${who.toLowerCase()}`,
         body: `Sorry @${who}, only people with write access to this repository can start or cancel frognano runs.`,
       });
-      return;
+      return false;
     }
-
     if (decision.kind === 'run' && decision.source === 'review') {
       // A follow-up only on a pull request this App opened (follow-up.ts).
       const own = await ownPullRequest(octokit, queue, decision);
       if (!own.ours) {
         log.info({ deliveryId, key }, 'follow-up refused: not our pull request');
-        if (held && (await queue.discard(held.id))) this.deps.onEnqueued?.();
+        await this.#discardHeld(held);
         this.#write({
           kind: 'comment',
           target: decision,
           onceNote: 'refused:not-ours',
           body: notOursLine(who),
         });
-        return;
+        return false;
       }
     }
+    return true;
+  }
 
-    let runId: string | undefined;
-    if (decision.kind === 'refuse') {
+  /** The permitted trigger, done; the id of the run it touched, if any. */
+  async #carryOut(deciding: Deciding): Promise<string | undefined> {
+    const { decision } = deciding;
+    switch (decision.kind) {
+      case 'refuse':
+        this.#answerRefusal(decision);
+        return undefined;
+      case 'cancel':
+        return this.#cancel(decision);
+      case 'use':
+        await this.#use(decision, deciding.octokit);
+        return undefined;
+      default:
+        return this.#run({ ...deciding, decision });
+    }
+  }
+
+  /** A trigger on a closed or locked issue or pull request: why nothing happens. */
+  #answerRefusal(decision: Extract<AcceptedTrigger, { kind: 'refuse' }>): void {
+    this.#write({ kind: 'reaction', target: decision });
+    this.#write({
+      kind: 'comment',
+      target: decision,
+      body: decision.pullRequest
+        ? `frognano does not work on ${decision.reason} pull requests. ${decision.reason === 'closed' ? 'Reopen it' : 'Unlock it'} and try again.`
+        : `frognano does not run on ${decision.reason} issues. ${decision.reason === 'closed' ? 'Reopen the issue' : 'Unlock the issue'} and try again.`,
+    });
+  }
+
+  /** `/frognano cancel`: the issue's run stopped (running) or dropped (queued). */
+  async #cancel(
+    decision: Extract<AcceptedTrigger, { kind: 'cancel' }>,
+  ): Promise<string | undefined> {
+    const { log, queue } = this.deps;
+    const key = issueKey(decision);
+    const who = decision.sender.login;
+    const cancelled = await queue.requestCancel(key);
+    const runId = cancelled?.run.id;
+    this.#write({ kind: 'reaction', target: decision, runId });
+    if (!cancelled) {
+      this.#write({
+        kind: 'comment',
+        target: decision,
+        body: `@${who}, there is no queued or running frognano run on this ${decision.pullRequest ? 'pull request' : 'issue'} to cancel.`,
+      });
+    } else if (cancelled.wasRunning) {
+      log.info({ runId, key }, 'cancel requested for a running run');
+      this.deps.onCancelRequested?.(cancelled.run.id);
+    } else {
+      log.info({ runId, key }, 'queued run cancelled');
+      // A held run that went away may have been all the workers were waiting for.
+      this.deps.onEnqueued?.();
+      this.#cancelledStatus(decision, cancelled.run.id);
+    }
+    return runId;
+  }
+
+  /** The status comment of a queued run that was cancelled, unless a newer run owns it. */
+  #cancelledStatus(decision: Extract<AcceptedTrigger, { kind: 'cancel' }>, id: string): void {
+    const { queue } = this.deps;
+    const key = issueKey(decision);
+    const who = decision.sender.login;
+    this.#write({
+      kind: 'status',
+      target: decision,
+      render: async () => {
+        // A newer run on the issue owns the comment now.
+        const active = await queue.activeFor(key);
+        if (active && active.id !== id) return undefined;
+        return { body: renderStatus({ kind: 'cancelled', by: who }, { runId: id }), runId: id };
+      },
+    });
+  }
+
+  /** `/frognano use K`: done by the publishing side, its reply posted. */
+  async #use(
+    decision: Extract<AcceptedTrigger, { kind: 'use' }>,
+    octokit: GitHubClient,
+  ): Promise<void> {
+    this.#write({ kind: 'reaction', target: decision });
+    const reply = this.deps.onUse
+      ? await this.deps.onUse(decision, octokit)
+      : '`/frognano use` is not available on this server.';
+    this.#write({ kind: 'comment', target: decision, body: `@${decision.sender.login}, ${reply}` });
+  }
+
+  /** A run trigger: its text made visible, then its run released, or refused when unreadable. */
+  async #run({
+    deliveryId,
+    decision,
+    held,
+  }: Deciding<Extract<AcceptedTrigger, { kind: 'run' }>>): Promise<string | undefined> {
+    // Only now, for a permitted sender, and off the event loop: what the model may see.
+    const job = await visibleJob(jobFor(deliveryId, decision));
+    if ('unreadable' in job) {
+      this.deps.log.info(
+        { deliveryId, key: issueKey(decision), reason: job.unreadable },
+        'run refused: unreadable issue text',
+      );
+      await this.#discardHeld(held);
       this.#write({ kind: 'reaction', target: decision });
       this.#write({
         kind: 'comment',
         target: decision,
-        body: decision.pullRequest
-          ? `frognano does not work on ${decision.reason} pull requests. ${decision.reason === 'closed' ? 'Reopen it' : 'Unlock it'} and try again.`
-          : `frognano does not run on ${decision.reason} issues. ${decision.reason === 'closed' ? 'Reopen the issue' : 'Unlock the issue'} and try again.`,
+        body: `@${decision.sender.login}, frognano cannot use this issue: ${job.unreadable}. Edit it and try again.`,
       });
-    } else if (decision.kind === 'cancel') {
-      const cancelled = await queue.requestCancel(key);
-      runId = cancelled?.run.id;
-      this.#write({ kind: 'reaction', target: decision, runId });
-      if (!cancelled) {
-        this.#write({
-          kind: 'comment',
-          target: decision,
-          body: `@${who}, there is no queued or running frognano run on this ${decision.pullRequest ? 'pull request' : 'issue'} to cancel.`,
-        });
-      } else if (cancelled.wasRunning) {
-        log.info({ runId, key }, 'cancel requested for a running run');
-        this.deps.onCancelRequested?.(cancelled.run.id);
-      } else {
-        log.info({ runId, key }, 'queued run cancelled');
-        // A held run that went away may have been all the workers were waiting for.
-        this.deps.onEnqueued?.();
-        const id = cancelled.run.id;
-        this.#write({
-          kind: 'status',
-          target: decision,
-          render: async () => {
-            // A newer run on the issue owns the comment now.
-            const active = await queue.activeFor(key);
-            if (active && active.id !== id) return undefined;
-            return { body: renderStatus({ kind: 'cancelled', by: who }, { runId: id }), runId: id };
-          },
-        });
-      }
-    } else if (decision.kind === 'use') {
-      this.#write({ kind: 'reaction', target: decision });
-      const reply = this.deps.onUse
-        ? await this.deps.onUse(decision, octokit)
-        : '`/frognano use` is not available on this server.';
-      this.#write({ kind: 'comment', target: decision, body: `@${who}, ${reply}` });
-    } else {
-      // Only now, for a permitted sender, and off the event loop: what the model may see.
-      const job = await visibleJob(jobFor(deliveryId, decision));
-      if ('unreadable' in job) {
-        log.info({ deliveryId, key, reason: job.unreadable }, 'run refused: unreadable issue text');
-        if (held && (await queue.discard(held.id))) this.deps.onEnqueued?.();
-        this.#write({ kind: 'reaction', target: decision });
-        this.#write({
-          kind: 'comment',
-          target: decision,
-          body: `@${who}, frognano cannot use this issue: ${job.unreadable}. Edit it and try again.`,
-        });
-        return;
-      }
-      runId = await this.#release(deliveryId, decision, held?.id, job);
+      return undefined;
     }
-    if (runId) await queue.addRestCalls(runId, budget.spent);
+    return this.#release(deliveryId, decision, held?.id, job);
+  }
+
+  /** A refused delivery's held run goes; its place may have been what the workers waited for. */
+  async #discardHeld(held: RunRecord<IssueJob> | undefined): Promise<void> {
+    if (held && (await this.deps.queue.discard(held.id))) this.deps.onEnqueued?.();
   }
 
   /** The permitted run trigger: its held run released (or enqueued now), its status scheduled. */
@@ -465,58 +539,6 @@ export class Intake {
   }
 }
 
-/**
- * The run's job: a snapshot of the trigger, taken when the maintainer acted, its text still raw
- * (held runs only carry it until `visibleJob` replaces it).
- */
-function jobFor(deliveryId: string, decision: Extract<AcceptedTrigger, { kind: 'run' }>): IssueJob {
-  return {
-    installationId: decision.installationId,
-    owner: decision.owner,
-    repo: decision.repo,
-    issueNumber: decision.issueNumber,
-    issueTitle: decision.issueTitle,
-    // Raw here: read (sanitized) off the event loop after the permission check (visibleJob).
-    // A follow-up's issue text is the original issue, recorded when that was published.
-    issueText: decision.review ? '' : `${decision.issueTitle}\n\n${decision.issueBody}`,
-    defaultBranch: decision.defaultBranch,
-    sender: decision.sender,
-    source: decision.source,
-    guidance: decision.guidance,
-    ...(decision.attempts !== undefined ? { attempts: decision.attempts } : {}),
-    deliveryId,
-    ...(decision.review
-      ? {
-          review: {
-            trigger: decision.review.trigger,
-            feedback: decision.review.feedback,
-            at: decision.review.at,
-          },
-        }
-      : {}),
-  };
-}
-
-/** The job with only the text a reader of the issue sees, or why its text cannot be used. */
-export async function visibleJob(job: IssueJob): Promise<IssueJob | { unreadable: string }> {
-  const [text, guidance, feedback] = await readIssueTextsOffThread([
-    job.issueText,
-    job.guidance ?? '',
-    job.review?.feedback ?? '',
-  ]);
-  if (!text?.ok) return { unreadable: text?.reason ?? 'the issue text could not be read' };
-  if (job.review && !feedback?.ok) {
-    return { unreadable: feedback?.reason ?? 'the feedback could not be read' };
-  }
-  return {
-    ...job,
-    issueText: text.text,
-    // Guidance that cannot be read is dropped, as empty guidance is: the issue stands alone.
-    guidance: (guidance?.ok && guidance.text) || undefined,
-    ...(job.review && feedback?.ok ? { review: { ...job.review, feedback: feedback.text } } : {}),
-  };
-}
-
 export async function statusCommentId(
   queue: Queue<IssueJob>,
   key: string,
@@ -528,29 +550,4 @@ export async function statusCommentId(
 /** The fair-share group of a run: its repository, `owner/name` as GitHub compares them. */
 export function repoKey(t: { owner: string; repo: string }): string {
   return `${t.owner}/${t.repo}`.toLowerCase();
-}
-
-async function react(octokit: GitHubClient, t: TriggerTarget): Promise<void> {
-  if (t.commentId !== undefined && t.commentKind === 'review_comment') {
-    await octokit.rest.reactions.createForPullRequestReviewComment({
-      owner: t.owner,
-      repo: t.repo,
-      comment_id: t.commentId,
-      content: 'eyes',
-    });
-  } else if (t.commentId !== undefined) {
-    await octokit.rest.reactions.createForIssueComment({
-      owner: t.owner,
-      repo: t.repo,
-      comment_id: t.commentId,
-      content: 'eyes',
-    });
-  } else {
-    await octokit.rest.reactions.createForIssue({
-      owner: t.owner,
-      repo: t.repo,
-      issue_number: t.issueNumber,
-      content: 'eyes',
-    });
-  }
 }

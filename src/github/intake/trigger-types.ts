@@ -44,3 +44,6 @@ export type TriggerDecision =
    */
   | ({ kind: 'use'; attempt: number | undefined } & TriggerTarget)
   | ({ kind: 'refuse'; reason: 'closed' | 'locked' } & TriggerTarget);
+
+/** A trigger intake acts on: everything but what is ignored. */
+export type AcceptedTrigger = Exclude<TriggerDecision, { kind: 'ignore' }>;
