@@ -170,6 +170,10 @@ describe('frognano config show', () => {
       'frognano: .github/frognano.yml: must be a regular file, not a symbolic link\n',
     );
     const notDir = await runCli(['config', 'show', '--repo', 'nowhere'], root);
-    expect(notDir.code).toBe(2);
+    expect(notDir).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: "frognano: --repo nowhere is not a directory: give a repository's directory\n",
+    });
   });
 });
