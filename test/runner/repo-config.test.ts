@@ -149,6 +149,15 @@ describe('loadRepoConfig', () => {
     );
   });
 
+  it('words what the YAML library would say in the terms of the file, not of its API', async () => {
+    expect(await errorOf('max_steps: 1\n---\nmax_steps: 2\n')).toBe(
+      '.github/frognano.yml: invalid YAML at line 2, column 1: holds more than one YAML document (a --- line after the first one): keep one',
+    );
+    expect(await errorOf('max_steps: !!binary aGVsbG8=\n')).toBe(
+      '.github/frognano.yml: max_steps must be a positive integer (got binary data)',
+    );
+  });
+
   it('refuses a config that is a symlink (it could point at a host file)', async () => {
     const dir = tree();
     mkdirSync(path.join(dir, '.github'));
