@@ -16,7 +16,18 @@ const program = new Command()
     'Turn GitHub issues into draft pull requests written by FrogNano-4B in its Leaf harness.',
   )
   .version(version)
-  .showHelpAfterError('(run with --help for usage)')
+  // Commander's usage errors (`error: …`, a suggestion on a line of its own) as every other
+  // error of ours: one line, `frognano: …`, with where to find help. Set before the commands
+  // are added, which take it over.
+  .configureOutput({
+    outputError: (text, write) => {
+      const what = text
+        .trim()
+        .replace(/^error: /, '')
+        .replace(/\s*\n\s*/g, ' ');
+      write(`frognano: ${what} (run with --help for usage)\n`);
+    },
+  })
   // Usage errors (unknown flag, missing value, bad choice) exit 2 like our own; see the catch below.
   .exitOverride();
 

@@ -2,8 +2,8 @@
 // for every step (the event and its payload file, the repository, the API and git hosts, the
 // step's summary and output files, RUNNER_TEMP) and the credential the workflow passes (the
 // workflow token, or the App's id and key). A missing or bad one is one line naming it.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { accessSync, constants, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { readPrivateKey } from '../github/private-key.js';
 
 export interface ActionEnv {
@@ -33,6 +33,9 @@ export class ActionEnvError extends Error {
 
 const HTTP_URL = /^https?:\/\/\S+$/;
 const WORKFLOW = 'run `frognano action` as a step of a GitHub Actions workflow, which sets it';
+// The runner sets the other variables for every step, but the token only where it is passed.
+const PASS_TOKEN =
+  'pass the workflow token to the step (env: GITHUB_TOKEN: ${{ github.token }}), or use the action, whose github-token input does';
 
 /** Reads and checks the Actions environment; throws ActionEnvError with one line. */
 export function readActionEnv(env: NodeJS.ProcessEnv, cwd = process.cwd()): ActionEnv {
@@ -56,25 +59,61 @@ export function readActionEnv(env: NodeJS.ProcessEnv, cwd = process.cwd()): Acti
     dataDir: set(env.FROGNANO_DATA_DIR)
       ? (env.FROGNANO_DATA_DIR as string)
       : join(required(env, 'RUNNER_TEMP', 'or FROGNANO_DATA_DIR'), 'frognano'),
-    ...(set(env.GITHUB_STEP_SUMMARY) ? { stepSummary: env.GITHUB_STEP_SUMMARY } : {}),
-    ...(set(env.GITHUB_OUTPUT) ? { output: env.GITHUB_OUTPUT } : {}),
+    ...optional('stepSummary', stepFile(env, 'GITHUB_STEP_SUMMARY')),
+    ...optional('output', stepFile(env, 'GITHUB_OUTPUT')),
     deliveryId: set(env.GITHUB_RUN_ID)
       ? `actions-${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT || '1'}`
       : `actions-${process.pid}-${Date.now()}`,
   };
 }
 
+function optional<K extends string>(key: K, value: string | undefined): { [P in K]?: string } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: string };
+}
+
 function set(value: string | undefined): boolean {
   return value !== undefined && value.trim() !== '';
 }
 
-function required(env: NodeJS.ProcessEnv, name: string, alternative?: string): string {
+function required(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  alternative?: string,
+  fix = WORKFLOW,
+): string {
   const value = env[name];
   if (!set(value)) {
     const or = alternative ? ` (${alternative})` : '';
-    throw new ActionEnvError(`${name}${or} is not set: ${WORKFLOW}`);
+    throw new ActionEnvError(`${name}${or} is not set: ${fix}`);
   }
   return (value as string).trim();
+}
+
+/**
+ * A step file the runner reads after the step (GITHUB_OUTPUT, GITHUB_STEP_SUMMARY): checked
+ * now, without writing, so a bad one stops the step before a run rather than after it.
+ */
+function stepFile(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const file = env[name];
+  if (!set(file)) return undefined;
+  try {
+    accessSync(file as string, constants.W_OK);
+  } catch (error) {
+    let code = (error as NodeJS.ErrnoException).code ?? 'unwritable';
+    // The runner makes the file; one that is not there yet is fine where it can be made.
+    if (code === 'ENOENT') {
+      try {
+        accessSync(dirname(file as string), constants.W_OK);
+        return file;
+      } catch (parent) {
+        code = (parent as NodeJS.ErrnoException).code ?? code;
+      }
+    }
+    throw new ActionEnvError(
+      `${name} names ${JSON.stringify(file)}, which cannot be written (${code})`,
+    );
+  }
+  return file;
 }
 
 function url(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
@@ -131,6 +170,6 @@ function credential(env: NodeJS.ProcessEnv, cwd: string): ActionEnv['credential'
   }
   return {
     kind: 'token',
-    token: required(env, 'GITHUB_TOKEN', 'or APP_ID and PRIVATE_KEY').trim(),
+    token: required(env, 'GITHUB_TOKEN', 'or APP_ID and PRIVATE_KEY', PASS_TOKEN).trim(),
   };
 }

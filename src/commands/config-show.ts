@@ -38,7 +38,9 @@ export async function configShowCommand(
 ): Promise<number> {
   const dir = path.resolve(io.cwd ?? process.cwd(), options.repo ?? '.');
   if (!(await stat(dir).catch(() => undefined))?.isDirectory()) {
-    throw new UsageError(`--repo ${options.repo ?? '.'} is not a directory: give a repository's`);
+    throw new UsageError(
+      `--repo ${options.repo ?? '.'} is not a directory: give a repository's directory`,
+    );
   }
   let layer: Layer | undefined;
   try {

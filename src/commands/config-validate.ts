@@ -1,6 +1,6 @@
 // `frognano config validate [FILE]`: every problem of a `.github/frognano.yml`, worded as a run
 // words it, at its line, before a run fails on it. Exit 0 (valid) or 1.
-import { lstat, readFile } from 'node:fs/promises';
+import { lstat, readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { checkConfigBytes, type ConfigProblem } from '../runner/config-problems.js';
 import { MAX_CONFIG_BYTES, REPO_CONFIG_PATH, tooLarge } from '../runner/repo-config.js';
@@ -18,7 +18,13 @@ export async function configValidateCommand(
   io: ConfigValidateIo,
 ): Promise<number> {
   const shown = file ?? REPO_CONFIG_PATH;
-  const problems = await problemsOf(path.resolve(io.cwd ?? process.cwd(), shown));
+  const cwd = io.cwd ?? process.cwd();
+  const resolved = path.resolve(cwd, shown);
+  // The repository's own file: a run refuses it through a linked `.github` too.
+  const problems =
+    resolved === path.join(cwd, REPO_CONFIG_PATH) && (await leavesTree(cwd, resolved))
+      ? [{ message: LINKED }]
+      : await problemsOf(resolved);
   if (options.json) {
     io.stdout(JSON.stringify({ file: shown, valid: problems.length === 0, problems }));
   } else if (problems.length === 0) {
@@ -33,12 +39,19 @@ export async function configValidateCommand(
   return problems.length === 0 ? 0 : 1;
 }
 
+const LINKED = 'must be a regular file, not a symbolic link (a run refuses it too)';
+
+/** Whether `file`, which exists, is really somewhere else than under `root` (a linked dir). */
+async function leavesTree(root: string, file: string): Promise<boolean> {
+  const real = await realpath(file).catch(() => undefined);
+  if (real === undefined) return false;
+  return real !== path.join(await realpath(root), REPO_CONFIG_PATH);
+}
+
 async function problemsOf(file: string): Promise<ConfigProblem[]> {
   const info = await lstat(file).catch(() => undefined);
   if (!info) return [{ message: 'not found: give the path of a frognano config file' }];
-  if (info.isSymbolicLink()) {
-    return [{ message: 'must be a regular file, not a symbolic link (a run refuses it too)' }];
-  }
+  if (info.isSymbolicLink()) return [{ message: LINKED }];
   if (!info.isFile()) return [{ message: 'must be a regular file' }];
   // The run's own words, without the file name it puts first.
   if (info.size > MAX_CONFIG_BYTES) return [{ message: tooLarge('', info.size).slice(2) }];

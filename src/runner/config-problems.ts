@@ -95,13 +95,21 @@ export function checkConfigText(text: string): CheckedConfig {
   return { problems: parsed.error.issues.flatMap((issue) => schemaProblems(issue, locate)) };
 }
 
+/** The parser's words where they name its own API rather than the file. */
+const YAML_WORDS: Record<string, string> = {
+  MULTIPLE_DOCS: 'holds more than one YAML document (a --- line after the first one): keep one',
+};
+
 function yamlProblem(error: {
+  code?: string;
   message: string;
   linePos?: [{ line: number; col: number }, ...unknown[]];
 }): ConfigProblem {
   const where = error.linePos?.[0];
   const at = where ? ` at line ${where.line}, column ${where.col}` : '';
-  const first = (error.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '');
+  const first =
+    YAML_WORDS[error.code ?? ''] ??
+    (error.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '');
   return {
     message: `invalid YAML${at}: ${first}`,
     ...(where ? { line: where.line, column: where.col } : {}),
@@ -186,6 +194,8 @@ function describe(value: unknown): string {
   if (value === undefined) return 'nothing';
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'a list';
+  // `!!binary` gives bytes, which are no mapping.
+  if (ArrayBuffer.isView(value)) return 'binary data';
   if (typeof value === 'object') return 'a mapping';
   const text = JSON.stringify(value);
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;

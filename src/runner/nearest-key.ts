@@ -9,7 +9,21 @@ export function nearestKey(key: string, known: readonly string[]): string | unde
     if (!best || distance < best.distance) best = { key: candidate, distance };
   }
   const allowed = Math.max(1, Math.floor(Math.max(key.length, best?.key.length ?? 0) / 3));
-  return best && best.distance <= allowed ? best.key : undefined;
+  if (best && best.distance <= allowed) return best.key;
+  return sameFirstWords(wanted.replace(/-/g, '_'), known);
+}
+
+/**
+ * A key that is a known one's first words (`timeout` for `timeout_minutes`) or a known one with
+ * words added (`setup_commands` for `setup`): too far apart to be a typo, but plainly meant.
+ * Only when exactly one known key fits.
+ */
+function sameFirstWords(wanted: string, known: readonly string[]): string | undefined {
+  const fits = known.filter((candidate) => {
+    const k = candidate.toLowerCase();
+    return k.startsWith(`${wanted}_`) || wanted.startsWith(`${k}_`);
+  });
+  return fits.length === 1 ? fits[0] : undefined;
 }
 
 /** Levenshtein distance, with a swap of two neighbours counted as one edit. */

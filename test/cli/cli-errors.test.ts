@@ -123,6 +123,30 @@ describe('a bad LOG_LEVEL', () => {
   );
 });
 
+describe('bad usage', () => {
+  it.each([
+    [['config', 'validate', '--jsn'], "unknown option '--jsn' (Did you mean --json?)"],
+    [
+      ['config', 'validate', 'a', 'b'],
+      "too many arguments for 'validate'. Expected 1 argument but got 2.",
+    ],
+    [['config', 'show', '--repo'], "option '--repo <dir>' argument missing"],
+    [['config', 'frob'], "unknown command 'frob'"],
+    [['action', '--x'], "unknown option '--x'"],
+  ])(
+    'frognano %j says what is wrong and where help is in one line, exit 2',
+    async (args, what) => {
+      const run = await runCli(args, {});
+      expect(run).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `frognano: ${what} (run with --help for usage)\n`,
+      });
+    },
+    60_000,
+  );
+});
+
 describe('a reader that leaves the pipe early (`frognano doctor | head -1`)', () => {
   it('ends doctor quietly, with the exit code of its checks', async () => {
     const run = await runCli(['doctor'], {}, { closeStdout: true });

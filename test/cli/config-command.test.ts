@@ -113,6 +113,25 @@ describe('frognano config validate', () => {
       stdout: 'nope.yml: not found: give the path of a frognano config file\n',
     });
   });
+
+  it('refuses .github/frognano.yml reached through a linked .github, as a run does', async () => {
+    const dir = repoWith();
+    mkdirSync(path.join(root, 'elsewhere'));
+    writeFileSync(path.join(root, 'elsewhere/frognano.yml'), 'max_steps: 10\n');
+    symlinkSync(path.join(root, 'elsewhere'), path.join(dir, '.github'));
+    const expected = {
+      code: 1,
+      stdout:
+        '.github/frognano.yml: must be a regular file, not a symbolic link (a run refuses it too)\n',
+      stderr: '',
+    };
+    expect(await runCli(['config', 'validate'], dir)).toEqual(expected);
+    expect(await runCli(['config', 'validate', '.github/frognano.yml'], dir)).toEqual(expected);
+    // Named as a file of its own, it is only a file.
+    expect(
+      (await runCli(['config', 'validate', path.join(root, 'elsewhere/frognano.yml')], dir)).code,
+    ).toBe(0);
+  });
 });
 
 describe('frognano config show', () => {
@@ -170,6 +189,10 @@ describe('frognano config show', () => {
       'frognano: .github/frognano.yml: must be a regular file, not a symbolic link\n',
     );
     const notDir = await runCli(['config', 'show', '--repo', 'nowhere'], root);
-    expect(notDir.code).toBe(2);
+    expect(notDir).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: "frognano: --repo nowhere is not a directory: give a repository's directory\n",
+    });
   });
 });

@@ -149,6 +149,24 @@ describe('loadRepoConfig', () => {
     );
   });
 
+  it.each([
+    ['timeout: 10', 'timeout_minutes'],
+    ['setup_commands: [make]', 'setup'],
+    ['network_mode: none', 'network'],
+    ['Blocked-Paths: [docs/**]', 'blocked_paths'],
+  ])('suggests for %j the known key whose words it starts or shares', async (config, near) => {
+    expect(await errorOf(config)).toContain(`, did you mean "${near}"? (expected one of:`);
+  });
+
+  it('words what the YAML library would say in the terms of the file, not of its API', async () => {
+    expect(await errorOf('max_steps: 1\n---\nmax_steps: 2\n')).toBe(
+      '.github/frognano.yml: invalid YAML at line 2, column 1: holds more than one YAML document (a --- line after the first one): keep one',
+    );
+    expect(await errorOf('max_steps: !!binary aGVsbG8=\n')).toBe(
+      '.github/frognano.yml: max_steps must be a positive integer (got binary data)',
+    );
+  });
+
   it('refuses a config that is a symlink (it could point at a host file)', async () => {
     const dir = tree();
     mkdirSync(path.join(dir, '.github'));
