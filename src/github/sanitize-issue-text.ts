@@ -29,6 +29,7 @@ import type { Nodes, Parent } from 'mdast';
 import { fromMarkdown } from 'mdast-util-from-markdown';
 import { gfmFromMarkdown } from 'mdast-util-gfm';
 import { gfm } from 'micromark-extension-gfm';
+import { quadraticShape } from './quadratic-shapes.js';
 
 const INVISIBLE =
   // C0 controls except \t \n, DEL, C1 controls
@@ -142,6 +143,8 @@ export function readIssueText(text: string): IssueTextRead {
       reason: `the issue text has a run of ${run[0].length} \`${run[1]}\` characters (at most ${MAX_NESTING})`,
     };
   }
+  const costly = quadraticShape(normalized);
+  if (costly) return { ok: false, reason: costly };
   try {
     const visible = applyEdits(normalized, hiddenParts(normalized))
       .replace(/[ \t]+$/gm, '')

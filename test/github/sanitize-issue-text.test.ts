@@ -293,3 +293,48 @@ describe('sanitizeIssueText on hostile shapes', () => {
     expect(MAX_ISSUE_TEXT).toBeGreaterThanOrEqual(65536);
   });
 });
+
+describe('readIssueText on shapes the parser reads in quadratic time', () => {
+  const fill = (pattern: string) => pattern.repeat(Math.floor(65536 / pattern.length));
+
+  it.each([
+    ['setext headings', fill('a\n=\n'), /setext headings/],
+    ['setext headings with dashes', fill('a\n-\n'), /setext headings/],
+    ['setext headings in a quote', fill('> a\n> =\n'), /setext headings/],
+    [
+      'setext headings below many lines',
+      `${'a\n'.repeat(20000)}\n${'b\n=\n'.repeat(200)}`,
+      /setext/,
+    ],
+    ['tildes between letters', fill('~a'), /`~` that may close/],
+    ['stars between letters', fill('a*'), /`\*`.*may close/],
+    ['stars after brackets', fill(']*'), /may close/],
+    ['underscores before spaces', fill('a_ '), /may close/],
+  ])('refuses %s before parsing, in one line', (_name, text, reason) => {
+    const read = readIssueText(`${text}\n\n<!-- ${INJECT} -->`);
+    expect(read).toEqual({ ok: false, reason: expect.stringMatching(reason) });
+    if (!read.ok) expect(read.reason).not.toContain('\n');
+  });
+
+  it('reads the headings, emphasis and identifiers a person writes as before', () => {
+    const text = [
+      'Title',
+      '=====',
+      '',
+      'Some *emphasis*, __strong__, ~~struck~~ and snake_case_names_like_this.',
+      '',
+      'Part',
+      '----',
+      '',
+      '> quoted',
+      '> -----',
+    ].join('\n');
+    expect(readIssueText(text)).toEqual({ ok: true, text });
+    const long = Array.from(
+      { length: 400 },
+      (_, i) => `Heading ${i}\n---\n\nA *b* c_d_e ~f~ **g**, my_var_${i} and x*y.`,
+    ).join('\n\n');
+    expect(long.length).toBeGreaterThan(20000);
+    expect(readIssueText(long)).toEqual({ ok: true, text: long });
+  });
+});

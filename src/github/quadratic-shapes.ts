@@ -1,0 +1,94 @@
+// micromark spends time quadratic in the input on a few shapes, and a 64 KB issue body of one
+// of them takes minutes (measured in bench/sanitize-issue-text.bench.ts). Each is bounded here
+// by the work it would cause, counted in one pass before parsing, so the clock is never the
+// only bound. An over-estimate refuses more, never less: honest issues stay far below.
+//   - A setext heading (a line over `===` or `---`) rewrites the event list of everything above
+//     it: the work is, per underline, the lines before it.
+//   - An emphasis or strikethrough delimiter that may close (`*`, `_`, `~`) searches back
+//     through its paragraph for an opener and splices the paragraph's events when it finds one:
+//     the work is, per paragraph, closers times the paragraph's length.
+
+/**
+ * Setext underlines times the lines above each: 1e6 is about a second of CPU (all of it on
+ * lines above, the worst case), and ~1,000 headings in a 2,000-line text.
+ */
+export const MAX_SETEXT_WORK = 1_000_000;
+
+/**
+ * Closing delimiters times the characters of their paragraph: 1.2e8 is about a second of CPU,
+ * and ~1,800 closers in a 64 KB paragraph with no blank line.
+ */
+export const MAX_DELIMITER_WORK = 60_000_000;
+
+const UNDERLINE = /^[ \t>]*(?:=+|-+)[ \t]*$/;
+const CONTAINER_ONLY = /^[ \t>]*$/;
+
+/** Why the parser would take too long on this (normalized) text, or undefined. */
+export function quadraticShape(text: string): string | undefined {
+  const lines = text.split('\n');
+  let setextWork = 0;
+  let underlines = 0;
+  let delimiterWork = 0;
+  let worst = { closers: 0, length: 0 };
+  let paragraph = { closers: 0, length: 0 };
+  const endParagraph = () => {
+    delimiterWork += paragraph.closers * paragraph.length;
+    if (paragraph.closers * paragraph.length > worst.closers * worst.length) worst = paragraph;
+    paragraph = { closers: 0, length: 0 };
+  };
+  for (let i = 0; i < lines.length; i += 1) {
+    const line = lines[i]!;
+    if (i > 0 && UNDERLINE.test(line) && !CONTAINER_ONLY.test(lines[i - 1]!)) {
+      underlines += 1;
+      setextWork += i;
+    }
+    // A paragraph never runs across a blank line; a quote's `>` alone ends one too, but
+    // counting on only makes the estimate larger.
+    if (/^[ \t]*$/.test(line)) endParagraph();
+    else {
+      paragraph.closers += closers(line);
+      paragraph.length += line.length + 1;
+    }
+  }
+  endParagraph();
+  if (setextWork > MAX_SETEXT_WORK) {
+    return `the issue text has too many setext headings (a line over \`===\` or \`---\`) to be read in time: ${underlines} across ${lines.length} lines`;
+  }
+  if (delimiterWork > MAX_DELIMITER_WORK) {
+    return `the issue text has too many \`*\`, \`_\` or \`~\` that may close emphasis to be read in time: ${worst.closers} in one paragraph of ${worst.length} characters`;
+  }
+  return undefined;
+}
+
+/** Character classes as micromark's `classifyCharacter`: 1 whitespace, 2 punctuation, 0 other. */
+function kind(c: string | undefined): 0 | 1 | 2 {
+  if (c === undefined || /\s/u.test(c)) return 1;
+  return /[\p{P}\p{S}]/u.test(c) ? 2 : 0;
+}
+
+/**
+ * Runs of `*`, `_` or `~` in one line that micromark may take as closing delimiters (an upper
+ * bound: code spans and other constructs are not told apart).
+ */
+function closers(line: string): number {
+  let count = 0;
+  for (let i = 0; i < line.length;) {
+    const c = line[i]!;
+    if (c !== '*' && c !== '_' && c !== '~') {
+      i += 1;
+      continue;
+    }
+    let end = i + 1;
+    while (line[end] === c) end += 1;
+    const before = kind(line[i - 1]);
+    const after = kind(line[end]);
+    // After another delimiter, micromark's rules let almost anything close: count it.
+    const close = before !== 1;
+    const open = after !== 1 && (after !== 2 || before !== 0);
+    if (c === '*' && close) count += 1;
+    else if (c === '_' && close && (after !== 0 || !open)) count += 1;
+    else if (c === '~' && end - i <= 2 && close) count += 1;
+    i = end;
+  }
+  return count;
+}
