@@ -6,7 +6,8 @@
 //     it: the work is, per underline, the lines before it.
 //   - An emphasis or strikethrough delimiter that may close (`*`, `_`, `~`) searches back
 //     through its paragraph for an opener and splices the paragraph's events when it finds one:
-//     the work is, per paragraph, closers times the paragraph's length.
+//     the work is, per paragraph, closers times the paragraph's length (a table row counts
+//     as a paragraph: cells are read one by one).
 
 /**
  * Setext underlines times the lines above each: 1e6 is about a second of CPU (all of it on
@@ -22,6 +23,8 @@ export const MAX_DELIMITER_WORK = 60_000_000;
 
 const UNDERLINE = /^[ \t>]*(?:=+|-+)[ \t]*$/;
 const CONTAINER_ONLY = /^[ \t>]*$/;
+/** `|---|:--:|`, which opens a GFM table under its header row. */
+const TABLE_DELIMITER_ROW = /^[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+(?:[ \t]*:?-+:?[ \t]*)?$/;
 
 /** Why the parser would take too long on this (normalized) text, or undefined. */
 export function quadraticShape(text: string): string | undefined {
@@ -31,6 +34,8 @@ export function quadraticShape(text: string): string | undefined {
   let delimiterWork = 0;
   let worst = { closers: 0, length: 0 };
   let paragraph = { closers: 0, length: 0 };
+  /** The indentation of the table being read, if any. */
+  let table: number | undefined;
   const endParagraph = () => {
     delimiterWork += paragraph.closers * paragraph.length;
     if (paragraph.closers * paragraph.length > worst.closers * worst.length) worst = paragraph;
@@ -44,10 +49,23 @@ export function quadraticShape(text: string): string | undefined {
     }
     // A paragraph never runs across a blank line; a quote's `>` alone ends one too, but
     // counting on only makes the estimate larger.
-    if (/^[ \t]*$/.test(line)) endParagraph();
-    else {
-      paragraph.closers += closers(line);
-      paragraph.length += line.length + 1;
+    if (/^[ \t]*$/.test(line)) {
+      endParagraph();
+      table = undefined;
+      continue;
+    }
+    // A table's cells are read one by one: each row is its own unit. Only a table that
+    // certainly is one counts so (see `opensTable`); its rows start with `|` no less indented
+    // than its head (a lazy line is no row); any other line counts on.
+    const row = table !== undefined && indent(line) >= table && /^[ \t]*\|/.test(line);
+    if (!row) table = undefined;
+    if (row) endParagraph();
+    paragraph.closers += closers(line);
+    paragraph.length += line.length + 1;
+    if (row) endParagraph();
+    else if (i > 0 && opensTable(lines[i - 2], lines[i - 1]!, line)) {
+      endParagraph();
+      table = indent(line);
     }
   }
   endParagraph();
@@ -58,6 +76,28 @@ export function quadraticShape(text: string): string | undefined {
     return `the issue text has too many \`*\`, \`_\` or \`~\` that may close emphasis to be read in time: ${worst.closers} in one paragraph of ${worst.length} characters`;
   }
   return undefined;
+}
+
+/**
+ * Whether `delimiter` under `head` opens a GFM table for certain: the head follows a blank line
+ * (so it continues no paragraph, lazily or not), both start with `|` at most three spaces in
+ * (neither is in a quote, a list marker's line or code), with the same number of cells.
+ * Anything else counts as part of the paragraph, which only overestimates.
+ */
+function opensTable(before: string | undefined, head: string, delimiter: string): boolean {
+  if (before !== undefined && !/^[ \t]*$/.test(before)) return false;
+  if (!TABLE_DELIMITER_ROW.test(delimiter)) return false;
+  if (!/^ {0,3}\|/.test(head) || !/^ {0,3}\|/.test(delimiter)) return false;
+  return cells(head) === cells(delimiter) && indent(delimiter) >= indent(head);
+}
+
+function cells(row: string): number {
+  const pipes = row.trim().replace(/\\./g, '').split('|').length - 1;
+  return pipes - (row.trim().endsWith('|') ? 1 : 0);
+}
+
+function indent(line: string): number {
+  return /^ */.exec(line)![0].length;
 }
 
 /** Character classes as micromark's `classifyCharacter`: 1 whitespace, 2 punctuation, 0 other. */

@@ -316,6 +316,21 @@ describe('readIssueText on shapes the parser reads in quadratic time', () => {
     if (!read.ok) expect(read.reason).not.toContain('\n');
   });
 
+  it('reads a long table with emphasis in every row (its cells are read one by one)', () => {
+    const rows = Array.from({ length: 1200 }, (_, i) => `| **row ${i}** | _note_ x*y |`);
+    const text = ['Results:', '', '| a | b |', '|---|---|', ...rows].join('\n');
+    expect(readIssueText(text)).toEqual({ ok: true, text });
+  });
+
+  it.each([
+    ['under a quote (lazy lines, one paragraph)', '> x\n|a|b|\n|-|-|\n'],
+    ['with a head of other width', '\n|a|\n|-|-|\n'],
+    ['inside a list item, rows lazy', '- x\n\n  |a|b|\n  |-|-|\n'],
+  ])('counts rows as one paragraph when the table may not be one: %s', (_name, head) => {
+    const text = head + '|a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*|\n'.repeat(1200);
+    expect(readIssueText(text)).toEqual({ ok: false, reason: expect.stringMatching(/may close/) });
+  });
+
   it('reads the headings, emphasis and identifiers a person writes as before', () => {
     const text = [
       'Title',
