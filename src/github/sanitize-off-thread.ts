@@ -7,8 +7,8 @@ import type { IssueTextRead } from './sanitize-issue-text.js';
 
 /**
  * How long one request may run on a worker before that worker is terminated and the request
- * refused: a loaded machine starting the worker included (the slowest body that is read at all
- * takes about 3 s of CPU here, see `npm run bench`). It counts from when a worker takes it.
+ * refused: a loaded machine starting the worker included (the slowest 64 KB body that is read at all
+ * takes about 4 s of CPU here, see `npm run bench`). It counts from when a worker takes it.
  */
 export const SANITIZE_DEADLINE_MS = 30_000;
 
