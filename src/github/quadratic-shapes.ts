@@ -6,8 +6,8 @@
 //     it: the work is, per underline, the lines before it.
 //   - An emphasis or strikethrough delimiter that may close (`*`, `_`, `~`) searches back
 //     through its paragraph for an opener and splices the paragraph's events when it finds one:
-//     the work is, per paragraph, closers times the paragraph's length (a table row counts
-//     as a paragraph: cells are read one by one).
+//     the work is, per paragraph, closers times the paragraph's length (a table row and a
+//     list item count as a paragraph each).
 
 /**
  * Setext underlines times the lines above each: 1e6 is at most about 0.6 s of CPU here (990
@@ -16,14 +16,15 @@
 export const MAX_SETEXT_WORK = 1_000_000;
 
 /**
- * Closing delimiters times the characters of their paragraph: 6e7 is at most about 0.6 s of
- * CPU here (5,400 `a*` in one paragraph), and ~900 closers in a 64 KB paragraph with no blank
- * line (an overestimate: `**x** ` costs less per closer than `a*`, and is refused sooner).
+ * Closing delimiters times the characters of their paragraph: 4e7 is at most about 1.2 s of
+ * CPU here (the costliest shape per closer, `]*` repeated, in one 9 KB paragraph; `a*` about
+ * half that), and ~600 closers in a 64 KB paragraph with no blank line or list item.
  */
-export const MAX_DELIMITER_WORK = 60_000_000;
+export const MAX_DELIMITER_WORK = 40_000_000;
 
 const UNDERLINE = /^[ \t>]*(?:=+|-+)[ \t]*$/;
 const CONTAINER_ONLY = /^[ \t>]*$/;
+const BULLET = /^ {0,3}[-+*][ \t]+\S/;
 /** `|---|:--:|`, which opens a GFM table under its header row. */
 const TABLE_DELIMITER_ROW = /^[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+(?:[ \t]*:?-+:?[ \t]*)?$/;
 
@@ -60,7 +61,8 @@ export function quadraticShape(text: string): string | undefined {
     // than its head (a lazy line is no row); any other line counts on.
     const row = table !== undefined && indent(line) >= table && /^[ \t]*\|/.test(line);
     if (!row) table = undefined;
-    if (row) endParagraph();
+    // A bullet with text at most three spaces in starts a list item, never a paragraph's line.
+    if (row || BULLET.test(line)) endParagraph();
     paragraph.closers += closers(line);
     paragraph.length += line.length + 1;
     if (row) endParagraph();

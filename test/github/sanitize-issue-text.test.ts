@@ -322,12 +322,22 @@ describe('readIssueText on shapes the parser reads in quadratic time', () => {
     expect(readIssueText(text)).toEqual({ ok: true, text });
   });
 
+  it('reads a long list with emphasis in every item (each item is its own paragraph)', () => {
+    const text = Array.from({ length: 2000 }, (_, i) => `- fix *foo* in bar_baz ${i}`).join('\n');
+    expect(readIssueText(text)).toEqual({ ok: true, text });
+  });
+
   it.each([
     ['under a quote (lazy lines, one paragraph)', '> x\n|a|b|\n|-|-|\n'],
     ['with a head of other width', '\n|a|\n|-|-|\n'],
     ['inside a list item, rows lazy', '- x\n\n  |a|b|\n  |-|-|\n'],
   ])('counts rows as one paragraph when the table may not be one: %s', (_name, head) => {
     const text = head + '|a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*|\n'.repeat(1200);
+    expect(readIssueText(text)).toEqual({ ok: false, reason: expect.stringMatching(/may close/) });
+  });
+
+  it('counts a bullet indented four spaces as part of the paragraph it continues', () => {
+    const text = `${'a*'.repeat(20)}\n    - x\n`.repeat(1300);
     expect(readIssueText(text)).toEqual({ ok: false, reason: expect.stringMatching(/may close/) });
   });
 
