@@ -1,6 +1,6 @@
 // readIssueText per input kind at GitHub's body size (~64 KB): CPU ms (median of 3, so a loaded
 // machine counts less) and the ratio to plain words. The shapes micromark reads in quadratic time
-// (setext headings, closing `*`/`_`/`~` in one paragraph) are refused before parsing, by counted
+// (setext headings, closing `*`/`_`/`~` in one paragraph, `]` far from a `[`) are refused before parsing, by counted
 // work (quadratic-shapes.ts); the `-at-limit` kinds are the largest of them still read, the
 // slowest bodies read at all next to dense tiny blocks (linear, but micromark's cost per block).
 import { readIssueText } from '../src/github/sanitize-issue-text.js';
@@ -21,6 +21,7 @@ const KINDS: [string, string][] = [
   ['star-a', fill('a*')],
   ['star-a-at-limit', 'a*'.repeat(4400)],
   ['bracket-star-at', ']*'.repeat(4400)],
+  ['close-bracket-a', fill(']a')],
   ['under-space-at', 'a_ '.repeat(3600)],
   ['backtick-a', fill('`a')],
   ['texttip-open', fill('\\texttip{')],

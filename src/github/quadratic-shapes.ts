@@ -8,6 +8,7 @@
 //     through its paragraph for an opener and splices the paragraph's events when it finds one:
 //     the work is, per paragraph, closers times the paragraph's length (a table row and a
 //     list item count as a paragraph each).
+//   - A `]` searches back through its paragraph for a `[` still open: the work is the distance.
 
 /**
  * Setext underlines times the lines above each: 1e6 is at most about 0.6 s of CPU here (990
@@ -34,14 +35,18 @@ export function quadraticShape(text: string): string | undefined {
   let setextWork = 0;
   let underlines = 0;
   let delimiterWork = 0;
-  let worst = { closers: 0, length: 0 };
-  let paragraph = { closers: 0, length: 0 };
+  let bracketWork = 0;
+  let worst = newParagraph();
+  let worstBrackets = worst;
+  let paragraph = worst;
   /** The indentation of the table being read, if any. */
   let table: number | undefined;
   const endParagraph = () => {
     delimiterWork += paragraph.closers * paragraph.length;
+    bracketWork += paragraph.walk;
     if (paragraph.closers * paragraph.length > worst.closers * worst.length) worst = paragraph;
-    paragraph = { closers: 0, length: 0 };
+    if (paragraph.walk > worstBrackets.walk) worstBrackets = paragraph;
+    paragraph = newParagraph();
   };
   for (let i = 0; i < lines.length; i += 1) {
     const line = lines[i]!;
@@ -64,6 +69,7 @@ export function quadraticShape(text: string): string | undefined {
     // A bullet with text at most three spaces in starts a list item, never a paragraph's line.
     if (row || BULLET.test(line)) endParagraph();
     paragraph.closers += closers(line);
+    walkBrackets(paragraph, line);
     paragraph.length += line.length + 1;
     if (row) endParagraph();
     else if (i > 0 && opensTable(lines[i - 2], lines[i - 1]!, line)) {
@@ -78,7 +84,45 @@ export function quadraticShape(text: string): string | undefined {
   if (delimiterWork > MAX_DELIMITER_WORK) {
     return `the issue text has too many \`*\`, \`_\` or \`~\` that may close emphasis to be read in time: ${worst.closers} in one paragraph of ${worst.length} characters`;
   }
+  if (bracketWork > MAX_DELIMITER_WORK) {
+    return `the issue text has too many \`]\` far from any \`[\` to be read in time: ${worstBrackets.ends} in one paragraph of ${worstBrackets.length} characters`;
+  }
   return undefined;
+}
+
+interface Paragraph {
+  /** Delimiter runs that may close, and the characters so far. */
+  closers: number;
+  length: number;
+  /** `[` that a later `]` may still take, as offsets in the paragraph. */
+  starts: number[];
+  /** The `]` seen, and how far back they search for a `[`, summed. */
+  ends: number;
+  walk: number;
+}
+
+function newParagraph(): Paragraph {
+  return { closers: 0, length: 0, starts: [], ends: 0, walk: 0 };
+}
+
+/**
+ * A `]` searches back through its paragraph for the nearest `[` not yet taken (micromark's label
+ * end): the walk is the distance to it, or to the paragraph's start. A `` ` ``, `>` or `)` may
+ * end a code span, tag, autolink or destination holding a `[` that is no label start, so the
+ * `[` before them are forgotten (the walk only grows).
+ */
+function walkBrackets(paragraph: Paragraph, line: string): void {
+  for (let i = 0; i < line.length; i += 1) {
+    const c = line[i];
+    if (c === '\\') i += 1;
+    else if (c === '[') paragraph.starts.push(paragraph.length + i);
+    else if (c === '`' || c === '>' || c === ')') paragraph.starts.length = 0;
+    else if (c === ']') {
+      const start = paragraph.starts.pop() ?? 0;
+      paragraph.ends += 1;
+      paragraph.walk += paragraph.length + i - start;
+    }
+  }
 }
 
 /**

@@ -310,6 +310,8 @@ describe('readIssueText on shapes the parser reads in quadratic time', () => {
     ['stars between letters', fill('a*'), /`\*`.*may close/],
     ['stars after brackets', fill(']*'), /may close/],
     ['underscores before spaces', fill('a_ '), /may close/],
+    ['brackets closing nothing', fill(']a'), /`\]` far from any `\[`/],
+    ['brackets after code spans holding `[`', fill('`[`]a'), /`\]` far/],
   ])('refuses %s before parsing, in one line', (_name, text, reason) => {
     const read = readIssueText(`${text}\n\n<!-- ${INJECT} -->`);
     expect(read).toEqual({ ok: false, reason: expect.stringMatching(reason) });
