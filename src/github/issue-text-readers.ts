@@ -39,9 +39,6 @@ export function createIssueTextReader(
   const slots: Slot[] = [];
   const queue: Request[] = [];
   const tooLong = `reading the issue text took longer than ${options.deadlineMs / 1000} s`;
-  const refuse = (request: Request, reason: string) =>
-    request.resolve(request.texts.map(() => ({ ok: false as const, reason })));
-
   const drop = (slot: Slot, reason: string) => {
     const at = slots.indexOf(slot);
     if (at < 0) return;
@@ -105,16 +102,23 @@ export function createIssueTextReader(
   return (texts) =>
     new Promise((resolve) => {
       const request: Request = { texts, resolve };
-      request.queueTimer = setTimeout(() => {
-        const at = queue.indexOf(request);
-        if (at < 0) return;
-        queue.splice(at, 1);
-        refuse(request, tooLong);
-      }, options.queueMs);
+      request.queueTimer = setTimeout(() => leaveQueue(queue, request, tooLong), options.queueMs);
       request.queueTimer.unref();
       queue.push(request);
       dispatch();
     });
+}
+
+function refuse(request: Request, reason: string): void {
+  request.resolve(request.texts.map(() => ({ ok: false as const, reason })));
+}
+
+/** Refuses a request still waiting for a worker. */
+function leaveQueue(queue: Request[], request: Request, reason: string): void {
+  const at = queue.indexOf(request);
+  if (at < 0) return;
+  queue.splice(at, 1);
+  refuse(request, reason);
 }
 
 function startWorker(): Worker {
