@@ -1,7 +1,8 @@
 // readIssueText per input kind at GitHub's body size (~64 KB): CPU ms (median of 3, so a loaded
-// machine counts less) and the ratio to plain words. Hostile shapes are refused before parsing;
-// the dense inline kinds show what micromark's emphasis/link resolvers cost (quadratic per
-// paragraph: each match splices the paragraph's event array).
+// machine counts less) and the ratio to plain words. The shapes micromark reads in quadratic time
+// (setext headings, closing `*`/`_`/`~` in one paragraph, `]` far from a `[`) are refused before parsing, by counted
+// work (quadratic-shapes.ts); the `-at-limit` kinds are the largest of them still read, the
+// slowest bodies read at all next to dense tiny blocks (linear, but micromark's cost per block).
 import { readIssueText } from '../src/github/sanitize-issue-text.js';
 
 const KINDS: [string, string][] = [
@@ -14,7 +15,23 @@ const KINDS: [string, string][] = [
   ['list-nest', Array.from({ length: 2700 }, (_, i) => `${' '.repeat(i % 40)}- x`).join('\n')],
   ['emph-open', '*a '.repeat(20000)],
   ['brackets', '['.repeat(60000)],
+  ['setext', fill('a\n=\n')],
+  ['setext-at-limit', 'a\n=\n'.repeat(990)],
+  ['tilde-a', fill('~a')],
+  ['star-a', fill('a*')],
+  ['star-a-at-limit', 'a*'.repeat(4400)],
+  ['bracket-star-at', ']*'.repeat(4400)],
+  ['close-bracket-a', fill(']a')],
+  ['under-space-at', 'a_ '.repeat(3600)],
+  ['backtick-a', fill('`a')],
+  ['texttip-open', fill('\\texttip{')],
+  ['dense-blocks', fill('a\n\n')],
+  ['list-items', fill('- a\n')],
 ];
+
+function fill(pattern: string): string {
+  return pattern.repeat(Math.floor(65536 / pattern.length));
+}
 
 function cpuMs(text: string): number {
   const times: number[] = [];
@@ -35,7 +52,7 @@ export default async function run(): Promise<void> {
     if (kind === 'plain') plain = ms;
     const read = readIssueText(text);
     console.log(
-      `${kind.padEnd(13)} ${String(text.length).padStart(6)} chars ${ms.toFixed(0).padStart(6)} ms cpu  x${(ms / (plain || 1)).toFixed(1)} of plain  ${read.ok ? 'read' : `refused: ${read.reason}`}`,
+      `${kind.padEnd(16)} ${String(text.length).padStart(6)} chars ${ms.toFixed(0).padStart(6)} ms cpu  x${(ms / (plain || 1)).toFixed(1)} of plain  ${read.ok ? 'read' : `refused: ${read.reason}`}`,
     );
   }
   await Promise.resolve();

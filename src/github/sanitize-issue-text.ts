@@ -29,6 +29,7 @@ import type { Nodes, Parent } from 'mdast';
 import { fromMarkdown } from 'mdast-util-from-markdown';
 import { gfmFromMarkdown } from 'mdast-util-gfm';
 import { gfm } from 'micromark-extension-gfm';
+import { quadraticShape } from './quadratic-shapes.js';
 
 const INVISIBLE =
   // C0 controls except \t \n, DEL, C1 controls
@@ -142,6 +143,8 @@ export function readIssueText(text: string): IssueTextRead {
       reason: `the issue text has a run of ${run[0].length} \`${run[1]}\` characters (at most ${MAX_NESTING})`,
     };
   }
+  const costly = quadraticShape(normalized);
+  if (costly) return { ok: false, reason: costly };
   try {
     const visible = applyEdits(normalized, hiddenParts(normalized))
       .replace(/[ \t]+$/gm, '')
@@ -249,86 +252,102 @@ function hiddenParts(source: string): Edit[] {
     extensions: [gfm()],
     mdastExtensions: [gfmFromMarkdown()],
   });
-  const edits: Edit[] = [];
-  // Code spans and code blocks render literally: math commands inside them show as written.
-  const literal: { start: number; end: number }[] = [];
-  const state: HtmlState = { mode: 'text', partialTag: '' };
-  const range = (node: Nodes) => ({
-    start: node.position?.start.offset ?? 0,
-    end: node.position?.end.offset ?? 0,
-  });
-  const remove = (node: Nodes, text = '') => edits.push({ ...range(node), text });
+  const walk: Walk = { source, edits: [], literal: [], state: { mode: 'text', partialTag: '' } };
+  visitChildren(walk, tree);
+  walk.edits.push(...outside(walk.literal, hiddenMath(source)));
+  return walk.edits;
+}
 
-  const visit = (node: Nodes): void => {
-    if (node.type === 'html') {
-      remove(node, withoutInvisibleEntities(readHtml(node.value, state)));
+/** What a walk over the tree has found so far. */
+interface Walk {
+  source: string;
+  edits: Edit[];
+  /** Code spans and code blocks render literally: math commands inside them show as written. */
+  literal: { start: number; end: number }[];
+  state: HtmlState;
+}
+
+function range(node: Nodes): { start: number; end: number } {
+  return { start: node.position?.start.offset ?? 0, end: node.position?.end.offset ?? 0 };
+}
+
+function remove(walk: Walk, node: Nodes, text = ''): void {
+  walk.edits.push({ ...range(node), text });
+}
+
+function visitChildren(walk: Walk, node: Parent): void {
+  for (const child of node.children) visit(walk, child);
+}
+
+function visit(walk: Walk, node: Nodes): void {
+  if (node.type === 'html') {
+    remove(walk, node, withoutInvisibleEntities(readHtml(node.value, walk.state)));
+    return;
+  }
+  if (hiding(walk.state)) {
+    // Inside a hidden region: gone, unless raw HTML inside it may end the region.
+    if ('children' in node && containsHtml(node)) visitChildren(walk, node);
+    else remove(walk, node);
+    return;
+  }
+  switch (node.type) {
+    case 'definition':
+      remove(walk, node);
       return;
-    }
-    if (hiding(state)) {
-      // Inside a hidden region: gone, unless raw HTML inside it may end the region.
-      if ('children' in node && containsHtml(node)) visitChildren(node);
-      else remove(node);
+    case 'image':
+    case 'imageReference':
+      remove(walk, node, '[image]');
       return;
-    }
-    switch (node.type) {
-      case 'definition':
-        remove(node);
-        return;
-      case 'image':
-      case 'imageReference':
-        remove(node, '[image]');
-        return;
-      case 'link':
-      case 'linkReference':
-        // A link with no text renders as nothing: its destination would be a hidden channel.
-        if (!showsSomething(node)) {
-          remove(node);
-          return;
-        }
-        visitChildren(node);
-        if (node.type === 'linkReference') return;
-        if (node.title !== null && node.title !== undefined) dropLinkTitle(source, node, edits);
-        return;
-      case 'code':
-        if (/^mermaid$/i.test(node.lang ?? '')) edits.push(...mermaidComments(source, node));
-        if (!/^math$/i.test(node.lang ?? '')) literal.push(range(node));
-        return;
-      case 'inlineCode':
-        literal.push(range(node));
-        return;
-      case 'table': {
-        // GFM drops the cells of a row beyond the header's count: they never show.
-        const columns = node.children[0]?.children.length ?? 0;
-        for (const row of node.children) {
-          const excess = row.children.slice(columns);
-          if (excess.length > 0) {
-            edits.push({
-              start: range(excess[0]!).start,
-              end: range(excess.at(-1)!).end,
-              text: '',
-            });
-          }
-          for (const cell of row.children.slice(0, columns)) visit(cell);
-        }
+    case 'link':
+    case 'linkReference':
+      // A link with no text renders as nothing: its destination would be a hidden channel.
+      if (!showsSomething(node)) {
+        remove(walk, node);
         return;
       }
-      case 'text': {
-        const { start, end } = range(node);
-        const slice = source.slice(start, end);
-        const clean = withoutInvisibleEntities(slice);
-        if (clean !== slice) edits.push({ start, end, text: clean });
-        return;
+      visitChildren(walk, node);
+      if (node.type === 'linkReference') return;
+      if (node.title !== null && node.title !== undefined) {
+        dropLinkTitle(walk.source, node, walk.edits);
       }
-      default:
-        if ('children' in node) visitChildren(node);
+      return;
+    case 'code':
+      if (/^mermaid$/i.test(node.lang ?? ''))
+        walk.edits.push(...mermaidComments(walk.source, node));
+      if (!/^math$/i.test(node.lang ?? '')) walk.literal.push(range(node));
+      return;
+    case 'inlineCode':
+      walk.literal.push(range(node));
+      return;
+    case 'table':
+      visitTable(walk, node);
+      return;
+    case 'text': {
+      const { start, end } = range(node);
+      const slice = walk.source.slice(start, end);
+      const clean = withoutInvisibleEntities(slice);
+      if (clean !== slice) walk.edits.push({ start, end, text: clean });
+      return;
     }
-  };
-  const visitChildren = (node: Parent): void => {
-    for (const child of node.children) visit(child);
-  };
-  visitChildren(tree);
-  edits.push(...outside(literal, hiddenMath(source)));
-  return edits;
+    default:
+      if ('children' in node) visitChildren(walk, node);
+  }
+}
+
+/** GFM drops the cells of a row beyond the header's count: they never show. */
+function visitTable(walk: Walk, node: Extract<Nodes, { type: 'table' }>): void {
+  const columns = node.children[0]?.children.length ?? 0;
+  for (const row of node.children) {
+    const excess = row.children.slice(columns);
+    if (excess.length > 0) {
+      walk.edits.push({
+        start: range(excess[0]!).start,
+        end: range(excess.at(-1)!).end,
+        text: '',
+      });
+    }
+    for (const cell of row.children.slice(0, columns)) visit(walk, cell);
+  }
 }
 
 /** The edits that do not start inside one of the (disjoint) ranges; one sweep over both, sorted. */

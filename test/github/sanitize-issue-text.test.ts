@@ -293,3 +293,75 @@ describe('sanitizeIssueText on hostile shapes', () => {
     expect(MAX_ISSUE_TEXT).toBeGreaterThanOrEqual(65536);
   });
 });
+
+describe('readIssueText on shapes the parser reads in quadratic time', () => {
+  const fill = (pattern: string) => pattern.repeat(Math.floor(65536 / pattern.length));
+
+  it.each([
+    ['setext headings', fill('a\n=\n'), /setext headings/],
+    ['setext headings with dashes', fill('a\n-\n'), /setext headings/],
+    ['setext headings in a quote', fill('> a\n> =\n'), /setext headings/],
+    [
+      'setext headings below many lines',
+      `${'a\n'.repeat(20000)}\n${'b\n=\n'.repeat(200)}`,
+      /setext/,
+    ],
+    ['tildes between letters', fill('~a'), /`~` that may close/],
+    ['stars between letters', fill('a*'), /`\*`.*may close/],
+    ['stars after brackets', fill(']*'), /may close/],
+    ['underscores before spaces', fill('a_ '), /may close/],
+    ['brackets closing nothing', fill(']a'), /`\]` far from any `\[`/],
+    ['brackets after code spans holding `[`', fill('`[`]a'), /`\]` far/],
+  ])('refuses %s before parsing, in one line', (_name, text, reason) => {
+    const read = readIssueText(`${text}\n\n<!-- ${INJECT} -->`);
+    expect(read).toEqual({ ok: false, reason: expect.stringMatching(reason) });
+    if (!read.ok) expect(read.reason).not.toContain('\n');
+  });
+
+  it('reads a long table with emphasis in every row (its cells are read one by one)', () => {
+    const rows = Array.from({ length: 1200 }, (_, i) => `| **row ${i}** | _note_ x*y |`);
+    const text = ['Results:', '', '| a | b |', '|---|---|', ...rows].join('\n');
+    expect(readIssueText(text)).toEqual({ ok: true, text });
+  });
+
+  it('reads a long list with emphasis in every item (each item is its own paragraph)', () => {
+    const text = Array.from({ length: 2000 }, (_, i) => `- fix *foo* in bar_baz ${i}`).join('\n');
+    expect(readIssueText(text)).toEqual({ ok: true, text });
+  });
+
+  it.each([
+    ['under a quote (lazy lines, one paragraph)', '> x\n|a|b|\n|-|-|\n'],
+    ['with a head of other width', '\n|a|\n|-|-|\n'],
+    ['inside a list item, rows lazy', '- x\n\n  |a|b|\n  |-|-|\n'],
+  ])('counts rows as one paragraph when the table may not be one: %s', (_name, head) => {
+    const text = head + '|a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*|\n'.repeat(1200);
+    expect(readIssueText(text)).toEqual({ ok: false, reason: expect.stringMatching(/may close/) });
+  });
+
+  it('counts a bullet indented four spaces as part of the paragraph it continues', () => {
+    const text = `${'a*'.repeat(20)}\n    - x\n`.repeat(1300);
+    expect(readIssueText(text)).toEqual({ ok: false, reason: expect.stringMatching(/may close/) });
+  });
+
+  it('reads the headings, emphasis and identifiers a person writes as before', () => {
+    const text = [
+      'Title',
+      '=====',
+      '',
+      'Some *emphasis*, __strong__, ~~struck~~ and snake_case_names_like_this.',
+      '',
+      'Part',
+      '----',
+      '',
+      '> quoted',
+      '> -----',
+    ].join('\n');
+    expect(readIssueText(text)).toEqual({ ok: true, text });
+    const long = Array.from(
+      { length: 400 },
+      (_, i) => `Heading ${i}\n---\n\nA *b* c_d_e ~f~ **g**, my_var_${i} and x*y.`,
+    ).join('\n\n');
+    expect(long.length).toBeGreaterThan(20000);
+    expect(readIssueText(long)).toEqual({ ok: true, text: long });
+  });
+});

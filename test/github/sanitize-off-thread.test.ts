@@ -21,4 +21,19 @@ describe('readIssueTextsOffThread', () => {
     );
     expect(many).toEqual(Array.from({ length: 5 }, (_, i) => [{ ok: true, text: `text ${i}` }]));
   });
+
+  it('reads an honest text while a slow body is still being read (one body holds one worker)', async () => {
+    // Dense tiny paragraphs: read, not refused, and seconds of CPU at GitHub's size.
+    const slowBody = 'a\n\n'.repeat(21000);
+    await Promise.all([readIssueTextsOffThread(['warm']), readIssueTextsOffThread(['up'])]);
+    const slowState = { done: false };
+    const slow = readIssueTextsOffThread([slowBody]);
+    void slow.then(() => {
+      slowState.done = true;
+    });
+    const honest = await readIssueTextsOffThread(['Fix it.<!-- x -->']);
+    expect(honest).toEqual([{ ok: true, text: 'Fix it.' }]);
+    expect(slowState.done).toBe(false);
+    await slow;
+  });
 });
