@@ -40,5 +40,8 @@ export async function runLeaf(options: LeafRunOptions): Promise<LeafRunResult> {
   for (let index = 0; index < state.limits.maxSteps && !stop; index++) {
     stop = interrupted(state) ?? (await runStep(state, index));
   }
+  // No request follows a stop, so the model slot goes to the next loop now: the patch capture
+  // and the last trajectory write need no GPU.
+  await state.options.model.release?.();
   return finishRun(state, stop ?? stopped('max_turns'));
 }

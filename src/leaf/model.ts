@@ -31,4 +31,9 @@ export interface Model {
   waitedMs?(): number;
   /** Which servers answered so far, in order (recorded in the trajectory). */
   servedBy?(): ModelEndpointRecord[];
+  /**
+   * The loop has stopped and sends no more requests: capacity it holds (a model slot) may go
+   * to another loop. Safe to call more than once; never throws.
+   */
+  release?(): Promise<void>;
 }

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runLeaf } from '../../src/leaf/loop.js';
 import type { ChatMessage } from '../../src/leaf/messages.js';
+import type { ExecOptions, Sandbox } from '../../src/leaf/sandbox.js';
 import { SYSTEM_PROMPT, TOOL_SCHEMAS } from '../../src/leaf/protocol.js';
 import { parseEndpoints } from '../../src/model-fleet/endpoint-url.js';
 import { ModelFleet, type FleetObserver } from '../../src/model-fleet/fleet.js';
@@ -310,6 +311,40 @@ describe('model fleet: the cap', () => {
     expect((await fleet.status())[0]!.loops).toBe(0);
   });
 
+  it('gives its slot to the next loop once it stops, before its patch is captured', async () => {
+    const events: string[] = [];
+    let nextAsked!: () => void;
+    const asked = new Promise<void>((resolve) => (nextAsked = resolve));
+    const a = await server({
+      onExhausted: (request) => {
+        const task = (request.body?.messages?.[1] as { content: string }).content;
+        if (task === 'next') {
+          events.push('the next loop asked');
+          nextAsked();
+        }
+        return finalAnswer('ok');
+      },
+    });
+    const { fleet } = fleetOf([a], { maxLoops: 1 });
+    const stopping = fleet.loop();
+    // The stopped loop's capture waits (up to 5 s) for the next loop's first request: it can
+    // come only if the slot was given back when the loop stopped, not after its capture.
+    const run = leafRun(fleet, {
+      model: stopping,
+      beforeCapture: async () => {
+        await Promise.race([asked, new Promise((resolve) => setTimeout(resolve, 5000))]);
+        events.push('the patch was captured');
+      },
+    });
+    await until(() => a.chatRequests.length === 1);
+    const next = fleet.loop();
+    cleanups.push(() => next.release());
+    const answer = next.complete(history('next'), TOOL_SCHEMAS);
+    expect((await run).exitReason).toBe('agent');
+    await answer;
+    expect(events).toEqual(['the next loop asked', 'the patch was captured']);
+  });
+
   it('stops waiting when the run is cancelled', async () => {
     const a = await server({ onExhausted: finalAnswer('ok') });
     const { fleet } = fleetOf([a], { maxLoops: 1 });
@@ -324,7 +359,12 @@ describe('model fleet: the cap', () => {
 /** A short Leaf loop on a local sandbox: three Bash steps and an answer. */
 async function leafRun(
   fleet: ModelFleet,
-  options: { model?: ReturnType<ModelFleet['loop']>; timeBudgetMs?: number } = {},
+  options: {
+    model?: ReturnType<ModelFleet['loop']>;
+    timeBudgetMs?: number;
+    /** Runs before the patch capture's first git command. */
+    beforeCapture?: () => Promise<void>;
+  } = {},
 ) {
   const dir = await mkdtemp(path.join(tmpdir(), 'fleet-loop-'));
   cleanups.push(() => rm(dir, { recursive: true, force: true }));
@@ -334,8 +374,23 @@ async function leafRun(
   execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@e', 'commit', '-qm', 'base'], {
     cwd: dir,
   });
-  const sandbox = await createLocalSandbox({ sourceDir: dir });
-  cleanups.push(() => sandbox.dispose());
+  const local = await createLocalSandbox({ sourceDir: dir });
+  cleanups.push(() => local.dispose());
+  const { beforeCapture } = options;
+  const sandbox: Sandbox = beforeCapture
+    ? new Proxy(local, {
+        get(target, key) {
+          if (key === 'exec') {
+            return async (command: string, execOptions?: ExecOptions) => {
+              if (command.includes(' add -A')) await beforeCapture();
+              return target.exec(command, execOptions);
+            };
+          }
+          const value: unknown = Reflect.get(target, key, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      })
+    : local;
   const model = options.model ?? fleet.loop();
   try {
     return await runLeaf({
@@ -348,4 +403,8 @@ async function leafRun(
   } finally {
     await model.release();
   }
+}
+
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 10));
 }

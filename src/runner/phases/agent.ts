@@ -6,6 +6,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { runLeaf, type LeafRunResult } from '../../leaf/loop.js';
+import type { Model } from '../../leaf/model.js';
 import { ModelConfig } from '../../leaf/openai-model.js';
 import { DEFAULT_MAX_CONTEXT_TOKENS } from '../../leaf/protocol.js';
 import type { Sandbox } from '../../leaf/sandbox.js';
@@ -14,7 +15,6 @@ import { patchFiles as patchFilesOf } from '../patch-policy.js';
 import { limitOf, type Failure, type RunContext } from '../run-context.js';
 import type { RunRequest } from '../run-types.js';
 import type { Prepared } from './config.js';
-import type { LoopModel } from './connect-model.js';
 import { excludeUntracked } from './exclude-untracked.js';
 import { enterPrevious } from './previous-revisions.js';
 
@@ -61,7 +61,7 @@ export function runAttempts(
   prepared: Prepared,
   sandboxes: Promise<Sandbox | Failure>[],
   trajectories: readonly string[],
-  modelFor: (attempt: number) => LoopModel,
+  modelFor: (attempt: number) => Model,
   ended?: (attempt: Attempt) => void,
 ): Promise<Attempt[]> {
   const count = sandboxes.length;
@@ -88,7 +88,7 @@ async function runAttempt(
   start: AttemptStart,
   count: number,
   loops: {
-    modelFor: (attempt: number) => LoopModel;
+    modelFor: (attempt: number) => Model;
     ended: ((attempt: Attempt) => void) | undefined;
   },
 ): Promise<Attempt> {
@@ -136,7 +136,7 @@ async function runLoop(
   prepared: Prepared,
   attempt: { number: number; trajectoryPath: string },
   sandbox: Sandbox,
-  model: LoopModel,
+  model: Model,
   count: number,
 ): Promise<Loop> {
   const { request, deps } = run;

@@ -9,9 +9,6 @@ import type { Failure, RunContext } from '../run-context.js';
 /** Sent with every model request of a run with several attempts; the body stays Leaf-exact. */
 export const ATTEMPT_HEADER = 'x-frognano-attempt';
 
-/** One attempt's Model; `release` gives its model slot back when its loop has ended. */
-export type LoopModel = Model & { release?(): Promise<void> };
-
 /**
  * The endpoints, checked once (the run goes on while one of them serves the model); then one
  * Model per attempt, pinned to an endpoint of the fleet (each tells its number in a header).
@@ -19,7 +16,7 @@ export type LoopModel = Model & { release?(): Promise<void> };
 export async function connectModel(
   run: RunContext,
   attempts: number,
-): Promise<((attempt: number) => LoopModel) | Failure> {
+): Promise<((attempt: number) => Model) | Failure> {
   const { deps } = run;
   const fleet =
     deps.fleet ??
