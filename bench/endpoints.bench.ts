@@ -3,19 +3,22 @@
 //   1. 40 short runs on 2 endpoints vs 1: goal >= 1.8x;
 //   2. the share of each loop's requests one endpoint served: goal 100% while none fails;
 //   3. one of two endpoints killed halfway: every run still ends with its patch.
-// The endpoints are scripted OpenAI-compatible servers on real sockets whose answers slow down
-// as they batch more requests, along the curve measured for a 4B model on an H200 (B sequences
-// at once cost 1.0, 1.07, 1.36, 1.8 times one at B = 1, 2, 4, 8). Each run is the real agent
+// The endpoints are scripted OpenAI-compatible servers on real sockets, each in a process of its
+// own as a GPU server is (helpers/curve-endpoint.ts), whose answers slow down as they batch more
+// requests, along the curve measured for a 4B model on an H200 (B sequences at once cost 1.0,
+// 1.07, 1.36, 1.8 times one at B = 1, 2, 4, 8); the one killed is killed with -9. Each run is the real agent
 // loop (Leaf) on the real local sandbox (its files on disk, the patch captured with git)
 // with its Model from one shared fleet (the in-process store, the default cap of
 // FROGNANO_MODEL_MAX_LOOPS loops per endpoint, the client's default retries), as a worker's
 // pipeline gets it. The pipeline's clone and verifications are left out, and each sandbox is
 // made before the clock starts: none of them talks to the model, and on a 2-core host they
 // cost 2 to 3 s of CPU per run, which would make the host, not the GPUs, the bottleneck.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { DEFAULT_MODEL_MAX_LOOPS } from '../src/config.js';
 import { runLeaf } from '../src/leaf/loop.js';
 import type { LeafRunResult } from '../src/leaf/loop-types.js';
@@ -23,48 +26,15 @@ import type { Sandbox } from '../src/leaf/sandbox.js';
 import type { ModelFleet } from '../src/model-fleet/fleet.js';
 import { openModelFleet } from '../src/model-fleet/open-fleet.js';
 import { createLocalSandbox } from '../src/sandbox/local-sandbox.js';
-import { FIXED_CALC, ISSUE_TEXT, createPythonRepo } from '../test/support/python-repo.js';
-import {
-  finalAnswer,
-  startScriptedModelServer,
-  toolCall,
-  type RecordedRequest,
-  type ResponseSpec,
-  type ScriptedModelServer,
-} from '../test/support/scripted-model-server.js';
+import { ISSUE_TEXT, createPythonRepo } from '../test/support/python-repo.js';
+import type { CurveEndpointMessage } from './helpers/curve-endpoint.js';
+import { BASE_MS, REQUESTS_PER_RUN, batchCost } from './helpers/curve-endpoint-script.js';
 
 const RUNS = 40;
 /** Runs at once (as 10 workers of concurrency 2): more than two endpoints' slots. */
 const RUN_CONCURRENCY = 20;
-/** One request alone on its GPU. */
-const BASE_MS = 1500;
-/** Each loop's answers, one per request: looks around, fixes add(), says so. */
-const SCRIPT: readonly ResponseSpec[] = [
-  toolCall('Glob', { pattern: '**/*.py' }),
-  toolCall('Write', { file_path: 'calc.py', content: FIXED_CALC }),
-  finalAnswer('Fixed add().'),
-];
-const REQUESTS_PER_RUN = SCRIPT.length;
 const SPEEDUP_GOAL = 1.8;
-/** The H200 curve: [sequences at once, cost relative to one]. */
-const CURVE: readonly [number, number][] = [
-  [1, 1.0],
-  [2, 1.07],
-  [4, 1.36],
-  [8, 1.8],
-];
-const RUN_MARK = /bench run (\d+)\)/;
-
-/** The curve between its points, and past 8 along its last slope. */
-function batchCost(inFlight: number): number {
-  const b = Math.max(1, inFlight);
-  for (let i = 1; i < CURVE.length; i++) {
-    const [b0, c0] = CURVE[i - 1]!;
-    const [b1, c1] = CURVE[i]!;
-    if (b <= b1 || i === CURVE.length - 1) return c0 + ((c1 - c0) * (b - b0)) / (b1 - b0);
-  }
-  return 1;
-}
+const CURVE_ENDPOINT = fileURLToPath(new URL('./helpers/curve-endpoint.ts', import.meta.url));
 
 interface Measured {
   seconds: number;
@@ -95,7 +65,7 @@ function report(one: Measured, two: Measured, killed: Measured): void {
   console.log(`  1 endpoint   ${one.seconds.toFixed(1).padStart(6)} s  (baseline)`);
   console.log(`  2 endpoints  ${two.seconds.toFixed(1).padStart(6)} s`);
   console.log(
-    `  speed-up     ${speedup.toFixed(2)}x   target >= ${SPEEDUP_GOAL}x  ${speedup >= SPEEDUP_GOAL ? 'MET' : 'MISSED'}   (the curve alone allows ${bound.toFixed(2)}x: ${RUNS} loops fill ${2 * DEFAULT_MODEL_MAX_LOOPS} slots ${(RUNS / (2 * DEFAULT_MODEL_MAX_LOOPS)).toFixed(1)} times)`,
+    `  speed-up     ${speedup.toFixed(3)}x   target >= ${SPEEDUP_GOAL}x  ${speedup >= SPEEDUP_GOAL ? 'MET' : 'MISSED'}   (the curve alone allows ${bound.toFixed(3)}x: ${RUNS} loops fill ${2 * DEFAULT_MODEL_MAX_LOOPS} slots ${(RUNS / (2 * DEFAULT_MODEL_MAX_LOOPS)).toFixed(1)} times)`,
   );
   for (const [name, m] of [
     ['1 endpoint', one],
@@ -146,44 +116,73 @@ async function measure(
   killHalfway: boolean,
 ): Promise<Measured> {
   const name = `${endpoints}${killHalfway ? '-killed' : ''}`;
-  let arrivals = 0;
-  const servers: ScriptedModelServer[] = [];
-  const respond = (request: RecordedRequest): ResponseSpec => {
-    arrivals++;
-    // Halfway through the requests, the second endpoint goes away with its requests in flight.
-    if (killHalfway && arrivals === (RUNS * REQUESTS_PER_RUN) / 2) void servers[1]!.close();
-    const told = (request.body?.messages ?? []).filter((m) => m.role === 'tool').length;
-    return SCRIPT[Math.min(told, SCRIPT.length - 1)]!;
-  };
-  for (let i = 0; i < endpoints; i++) {
-    servers.push(
-      await startScriptedModelServer({
-        onExhausted: respond,
-        latency: (inFlight) => BASE_MS * batchCost(inFlight),
-      }),
-    );
-  }
-  const fleet = openModelFleet({
-    urls: servers.map((s) => s.baseUrl).join(','),
-    model: {},
-  });
-  // Made before the clock starts: a run's sandbox phase comes before its loop takes a slot.
-  const sandboxes = await Promise.all(
-    Array.from({ length: RUNS }, () => createLocalSandbox({ sourceDir: repo, tempRoot: root })),
-  );
+  const servers: CurveEndpoint[] = [];
   try {
-    const started = performance.now();
-    const results = await pool(RUNS, RUN_CONCURRENCY, (n) => oneRun(sandboxes[n - 1]!, fleet, n));
-    const seconds = (performance.now() - started) / 1000;
-    const failed = results.filter((r) => r.exitReason !== 'agent' || r.patch === '');
-    if (!killHalfway && failed.length > 0)
-      throw new Error(`${name}: ${failed.length} runs failed: ${failed[0]!.error ?? ''}`);
-    return { seconds, results, perRun: killHalfway ? new Map() : perRunCounts(servers) };
+    for (let i = 0; i < endpoints; i++) {
+      // Halfway through its share of the requests, the second endpoint dies with its requests
+      // in flight.
+      const killAfter = killHalfway && i === 1 ? (RUNS * REQUESTS_PER_RUN) / endpoints / 2 : 0;
+      servers.push(await startCurveEndpoint(killAfter));
+    }
+    const fleet = openModelFleet({ urls: servers.map((s) => s.baseUrl).join(','), model: {} });
+    // Made before the clock starts: a run's sandbox phase comes before its loop takes a slot.
+    const sandboxes = await Promise.all(
+      Array.from({ length: RUNS }, () => createLocalSandbox({ sourceDir: repo, tempRoot: root })),
+    );
+    try {
+      const started = performance.now();
+      const results = await pool(RUNS, RUN_CONCURRENCY, (n) => oneRun(sandboxes[n - 1]!, fleet, n));
+      const seconds = (performance.now() - started) / 1000;
+      const failed = results.filter((r) => r.exitReason !== 'agent' || r.patch === '');
+      if (!killHalfway && failed.length > 0)
+        throw new Error(`${name}: ${failed.length} runs failed: ${failed[0]!.error ?? ''}`);
+      return { seconds, results, perRun: killHalfway ? new Map() : await perRunCounts(servers) };
+    } finally {
+      await fleet.close();
+      await Promise.all(sandboxes.map((s) => s.dispose()));
+    }
   } finally {
-    await fleet.close();
-    for (const s of servers) await s.close();
-    await Promise.all(sandboxes.map((s) => s.dispose()));
+    for (const s of servers) s.stop();
   }
+}
+
+interface CurveEndpoint {
+  baseUrl: string;
+  /** The requests it received per bench run. */
+  perRun(): Promise<Record<string, number>>;
+  stop(): void;
+}
+
+async function startCurveEndpoint(killAfter: number): Promise<CurveEndpoint> {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', CURVE_ENDPOINT], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, KILL_AFTER: String(killAfter) },
+  });
+  const next = () =>
+    new Promise<CurveEndpointMessage>((resolve, reject) => {
+      const onExit = (code: number | null, signal: string | null) =>
+        reject(new Error(`a scripted endpoint exited (${signal ?? code}) before it answered`));
+      child.once('exit', onExit);
+      child.once('message', (message: CurveEndpointMessage) => {
+        child.off('exit', onExit);
+        resolve(message);
+      });
+    });
+  const ready = await next();
+  if (!('baseUrl' in ready)) throw new Error('a scripted endpoint did not tell its URL');
+  return {
+    baseUrl: ready.baseUrl,
+    perRun: async () => {
+      const answer = next();
+      child.send('perRun');
+      const message = await answer;
+      if (!('perRun' in message)) throw new Error('a scripted endpoint did not count its requests');
+      return message.perRun;
+    },
+    stop: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    },
+  };
 }
 
 /** One run's agent loop: a Model pinned by the fleet, its slot given back when it ends. */
@@ -202,14 +201,15 @@ async function oneRun(sandbox: Sandbox, fleet: ModelFleet, n: number): Promise<L
   }
 }
 
-function perRunCounts(servers: readonly ScriptedModelServer[]): Map<number, number[]> {
+async function perRunCounts(servers: readonly CurveEndpoint[]): Promise<Map<number, number[]>> {
   const perRun = new Map<number, number[]>();
-  servers.forEach((server, i) => {
-    for (const request of server.chatRequests) {
-      const n = Number(RUN_MARK.exec(request.rawBody)?.[1]);
+  const counted = await Promise.all(servers.map((s) => s.perRun()));
+  counted.forEach((byRun, i) => {
+    for (const [mark, requests] of Object.entries(byRun)) {
+      const n = Number(mark);
       if (!Number.isInteger(n)) throw new Error('a request without its run mark');
       const counts = perRun.get(n) ?? servers.map(() => 0);
-      counts[i]!++;
+      counts[i] = requests;
       perRun.set(n, counts);
     }
   });
