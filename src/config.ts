@@ -2,7 +2,11 @@
 // bad key reported on its own line saying what is expected.
 import { z } from 'zod';
 import { DEFAULT_MAX_CONTEXT_TOKENS, DEFAULT_REQUEST } from './leaf/protocol.js';
-import { hideUrlPasswords, isModelUrlList, splitModelUrls } from './model-fleet/endpoint-url.js';
+import {
+  hideUrlPasswords,
+  modelUrlListProblem,
+  splitModelUrls,
+} from './model-fleet/endpoint-url.js';
 
 const number = (what: string, check: (n: number) => boolean) =>
   z
@@ -28,11 +32,9 @@ const byteSize = z
 const httpUrlList = z
   .string()
   .trim()
-  .refine(isModelUrlList, {
-    error: (issue) =>
-      String(issue.input).includes(',')
-        ? 'must be http(s) URLs separated by commas, such as http://gpu-a:8000/v1,http://gpu-b:8000/v1'
-        : 'must be an http(s) URL such as http://localhost:8000/v1',
+  .superRefine((raw, ctx) => {
+    const problem = modelUrlListProblem(raw);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
   })
   .transform((raw) =>
     splitModelUrls(raw)

@@ -1,6 +1,6 @@
 // `frognano solve` flags, validated at the boundary with one line per mistake.
 import { z } from 'zod';
-import { isModelUrlList } from '../model-fleet/endpoint-url.js';
+import { modelUrlListProblem } from '../model-fleet/endpoint-url.js';
 
 const positiveInt = (flag: string) =>
   z
@@ -21,9 +21,9 @@ export const SolveOptions = z
     image: z.string().min(1).optional(),
     modelUrl: z
       .string()
-      .refine(isModelUrlList, {
-        message:
-          '--model-url must be an http(s) URL such as http://localhost:8000/v1, or several separated by commas',
+      .superRefine((raw, ctx) => {
+        const problem = modelUrlListProblem(raw);
+        if (problem) ctx.addIssue({ code: 'custom', message: `--model-url ${problem}` });
       })
       .optional(),
     model: z.string().min(1).optional(),

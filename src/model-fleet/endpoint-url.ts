@@ -22,10 +22,21 @@ export function splitModelUrls(raw: string): string[] {
     .filter((part) => part !== '');
 }
 
-/** True when every entry is an http(s) URL (the config check). */
-export function isModelUrlList(raw: string): boolean {
+/**
+ * Why a value is not a list of http(s) URLs the client can use (the config check), or undefined
+ * when it is. The client appends `/chat/completions` to each URL's path: a query or fragment
+ * would end up in front of it, and every request would miss.
+ */
+export function modelUrlListProblem(raw: string): string | undefined {
   const parts = splitModelUrls(raw);
-  return parts.length > 0 && parts.every((part) => URL_SHAPE.test(part) && URL.canParse(part));
+  const usable = (part: string) => URL_SHAPE.test(part) && URL.canParse(part);
+  if (parts.length > 0 && parts.every(usable)) {
+    if (!parts.some((part) => /[?#]/.test(new URL(part).href))) return undefined;
+    return 'must be http(s) URLs without a query (?…) or fragment (#…), such as http://gpu-a:8000/v1: the client adds /chat/completions to the path';
+  }
+  return raw.includes(',')
+    ? 'must be http(s) URLs separated by commas, such as http://gpu-a:8000/v1,http://gpu-b:8000/v1 (write a comma inside a password as %2C)'
+    : 'must be an http(s) URL such as http://localhost:8000/v1';
 }
 
 /** The entries as endpoints: credentials moved to a header and registered as secrets. */
@@ -59,7 +70,11 @@ function endpointName(url: URL): string {
   return `${url.hostname}:${port}${path}`;
 }
 
-/** A URL as it may be shown: the password replaced (for messages about a bad value). */
+/**
+ * A value as it may be shown (for messages about a bad one): the `user:password@` of every URL
+ * in it replaced, whatever the scheme and whatever the password holds (a comma, a space, an
+ * `@`: a bad value is bad because of such things), up to the last `@` before the path.
+ */
 export function hideUrlPasswords(text: string): string {
-  return text.replace(/(https?:\/\/[^\s:/@,]*:)[^\s@/,]*@/gi, '$1***@');
+  return text.replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/]*@/gi, '$1***@');
 }
