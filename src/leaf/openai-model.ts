@@ -290,14 +290,25 @@ export async function inspectModelEndpoint(
     );
   }
   if (response.status === 401 || response.status === 403) {
+    // A URL's `user:password@` becomes a Basic header (for a proxy): then those were refused.
+    const basic = /^basic /i.test(config.headers?.authorization ?? '');
     throw new ModelEndpointError(
-      `model endpoint ${config.baseUrl} refused the API key (HTTP ${response.status} on GET /models): set the key the server was started with`,
+      basic
+        ? `model endpoint ${config.baseUrl} refused the credentials of its URL (HTTP ${response.status} on GET /models): correct the user:password@ in FROGNANO_MODEL_URL (a proxy's basic auth)`
+        : `model endpoint ${config.baseUrl} refused the API key (HTTP ${response.status} on GET /models): set the key the server was started with`,
     );
   }
   const text = await response.text().catch(() => '');
+  const notApi = `(no OpenAI-compatible API at that path): check that the URL ends in /v1 and points at an OpenAI-compatible server`;
+  if (response.status >= 500) {
+    // A 502/503 is a proxy whose server is down or a server still loading: the URL is right.
+    throw new ModelEndpointError(
+      `model endpoint ${config.baseUrl} answered HTTP ${response.status} to GET /models (the server, or a proxy in front of it, failed): check the server's log (it may still be loading the model), and that a proxy points at a running one`,
+    );
+  }
   if (!response.ok) {
     throw new ModelEndpointError(
-      `model endpoint ${config.baseUrl} answered HTTP ${response.status} to GET /models: check that the URL ends in /v1 and points at an OpenAI-compatible server`,
+      `model endpoint ${config.baseUrl} answered HTTP ${response.status} to GET /models ${notApi}`,
     );
   }
   let list: z.infer<typeof ModelList>;
@@ -305,7 +316,7 @@ export async function inspectModelEndpoint(
     list = ModelList.parse(JSON.parse(text));
   } catch {
     throw new ModelEndpointError(
-      `model endpoint ${config.baseUrl} did not answer GET /models with a model list: check that the URL ends in /v1 and points at an OpenAI-compatible server`,
+      `model endpoint ${config.baseUrl} did not answer GET /models with a model list ${notApi}`,
     );
   }
   const entry = list.data.find((e) => e.id === config.model);

@@ -2,6 +2,8 @@
 // servers): one line per endpoint, the context length against FROGNANO_MAX_CONTEXT_TOKENS, the
 // workers' shared state in Redis, and `--probe`'s conformance of tool calls and reasoning.
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CHECKS, runChecks } from '../../src/commands/doctor.js';
@@ -170,5 +172,47 @@ describe('doctor --probe', () => {
       '- model tool calls',
       '- model reasoning',
     ]);
+  });
+});
+
+/** A server that answers GET /v1/models with `status`, `body` and `type`, as a proxy or a wrong server does. */
+async function rawServer(status: number, body: string, type = 'text/html'): Promise<string> {
+  const s = createServer((_req, res) => {
+    res.writeHead(status, { 'content-type': type });
+    res.end(body);
+  });
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  cleanups.push(() => new Promise((resolve) => s.close(resolve)));
+  return `http://127.0.0.1:${(s.address() as AddressInfo).port}/v1`;
+}
+
+describe('doctor: an endpoint that answers GET /models with something else', () => {
+  it('an HTML 502 from a proxy: the server behind it failed, not the URL', async () => {
+    const url = await rawServer(502, '<html><body><h1>502 Bad Gateway</h1></body></html>');
+    const [outcome] = await doctor({ FROGNANO_MODEL_URL: url });
+    expect(outcome!.line).toBe(
+      `✗ model endpoint: model endpoint ${url} answered HTTP 502 to GET /models (the server, or a proxy in front of it, failed) → fix: check the server's log (it may still be loading the model), and that a proxy points at a running one`,
+    );
+  });
+
+  it('a 404 or garbage JSON: the URL points at no OpenAI-compatible API, and the fix says so', async () => {
+    const missing = await rawServer(404, 'not found', 'text/plain');
+    const garbage = await rawServer(200, '{"data": [garb', 'application/json');
+    const outcomes = await doctor({ FROGNANO_MODEL_URL: `${missing},${garbage}` });
+    const fix = 'check that the URL ends in /v1 and points at an OpenAI-compatible server';
+    expect(outcomes.map((o) => o.line)).toEqual([
+      `✗ model endpoint ${new URL(missing).host}: model endpoint ${missing} answered HTTP 404 to GET /models (no OpenAI-compatible API at that path) → fix: ${fix}`,
+      `✗ model endpoint ${new URL(garbage).host}: model endpoint ${garbage} did not answer GET /models with a model list (no OpenAI-compatible API at that path) → fix: ${fix}`,
+    ]);
+  });
+
+  it('a 401 to the credentials of the URL says to check them, not an API key', async () => {
+    const url = await rawServer(401, 'Unauthorized', 'text/plain');
+    const [outcome] = await doctor({
+      FROGNANO_MODEL_URL: url.replace('http://', 'http://ops:Sw0rdfish-9@'),
+    });
+    expect(outcome!.line).toBe(
+      `✗ model endpoint: model endpoint ${url} refused the credentials of its URL (HTTP 401 on GET /models) → fix: correct the user:password@ in FROGNANO_MODEL_URL (a proxy's basic auth)`,
+    );
   });
 });
