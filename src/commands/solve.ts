@@ -6,6 +6,7 @@ import { loadProcessConfig } from '../config.js';
 import { createLogger } from '../log.js';
 import { readIssueTextsOffThread } from '../github/sanitize-off-thread.js';
 import type Docker from 'dockerode';
+import type { Logger } from 'pino';
 import { ModelEndpointError, type ModelConfig } from '../leaf/openai-model.js';
 import type { ModelFleet } from '../model-fleet/fleet.js';
 import { followUpTask } from '../runner/follow-up-task.js';
@@ -78,7 +79,10 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
       progress: io.stderr,
     });
   }
-  const fleet = modelFleetFrom(config, io.env, { overrides });
+  // The progress lines are the interface here; logs only speak up for problems, such as an
+  // endpoint marked down mid-run (the loop moves on silently otherwise).
+  const logger = createLogger({ level: io.env.LOG_LEVEL ?? 'warn' });
+  const fleet = modelFleetFrom(config, io.env, { overrides, log: logger });
   try {
     const checks = await fleet.check();
     const failed = checks.filter((c) => !c.ok);
@@ -88,6 +92,7 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
     for (const c of failed) say(`warning: ${c.message}; the run uses the other endpoints`);
     return await solveWith(options, io, {
       fleet,
+      logger,
       modelConfig,
       docker,
       repo,
@@ -106,6 +111,7 @@ async function solveWith(
   io: SolveIo,
   context: {
     fleet: ModelFleet;
+    logger: Logger;
     modelConfig: ModelConfig;
     docker: Docker | undefined;
     repo: string;
@@ -116,7 +122,8 @@ async function solveWith(
   },
 ): Promise<number> {
   const say = (line: string) => io.stderr(terminalText(line));
-  const { fleet, modelConfig, docker, repo, issueText, feedback, sandbox, outDir } = context;
+  const { fleet, logger, modelConfig, docker, repo, issueText, feedback, sandbox, outDir } =
+    context;
   const started = Date.now();
   const result = await runPipeline(
     {
@@ -154,14 +161,7 @@ async function solveWith(
       signal: io.signal,
       onProgress: (event) => say(progressLine(event, started)),
     },
-    // The progress lines are the interface here; logs only speak up for problems.
-    {
-      modelConfig,
-      fleet,
-      docker,
-      env: io.env,
-      logger: createLogger({ level: io.env.LOG_LEVEL ?? 'warn' }),
-    },
+    { modelConfig, fleet, docker, env: io.env, logger },
   );
 
   await writeFile(path.join(outDir, 'patch.diff'), result.patch);

@@ -154,3 +154,43 @@ it('makes an attempt wait for a model slot when the cap is reached, and says so'
   expect(new Set(order.slice(5)).size).toBe(1);
   expect(order[0]).not.toBe(order[5]);
 }, 180_000);
+
+it('says when an endpoint fails mid-run and the loop moves, never showing its credentials', async () => {
+  const repo = createPythonRepo(path.join(work, 'repo'));
+  const script = fixingScript();
+  // a (behind a proxy with basic auth) answers one step, then its proxy answers an HTML 502.
+  const a = await startScriptedModelServer({
+    script: script.slice(0, 1),
+    onExhausted: { kind: 'error', status: 502, body: '<html><h1>502 Bad Gateway</h1></html>' },
+  });
+  const b = await startScriptedModelServer({ script: script.slice(1) });
+  servers.push(a, b);
+  const password = 'Sw0rdfish-9';
+  const withCredentials = (url: string) => url.replace('http://', `http://ops:${password}@`);
+  const outDir = path.join(work, 'out');
+  const run = await runCli(
+    [
+      ...solveArgs(repo.dir, outDir),
+      '--model-url',
+      `${withCredentials(a.baseUrl)},${withCredentials(b.baseUrl)}`,
+    ],
+    { FROGNANO_MODEL_MAX_RETRIES: '0', FROGNANO_DATA_DIR: path.join(work, 'data') },
+  );
+  expect(run.code, run.stderr).toBe(0);
+  const logged = run.stderr
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { msg: string; endpoint?: string });
+  expect(logged).toContainEqual(
+    expect.objectContaining({ msg: 'model endpoint marked down', endpoint: `127.0.0.1:${a.port}` }),
+  );
+  const written = await Promise.all(
+    ['summary.md', 'trajectory.json', 'trajectory.html'].map((f) =>
+      readFile(path.join(outDir, f), 'utf8'),
+    ),
+  );
+  for (const text of [run.stderr, ...written]) {
+    expect(text).not.toContain(password);
+    expect(text).not.toContain(Buffer.from(`ops:${password}`).toString('base64'));
+  }
+}, 180_000);
