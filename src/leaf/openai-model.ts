@@ -274,6 +274,7 @@ export async function inspectModelEndpoint(
   registerSecret(config.apiKey);
   const url = `${config.baseUrl.replace(/\/+$/, '')}/models`;
   const startHint = `start an OpenAI-compatible server there first, e.g. \`vllm serve ${config.model} --enable-auto-tool-choice --tool-call-parser qwen3_coder --reasoning-parser qwen3\`, or point the model URL at a running one`;
+  const timeoutMs = options.timeoutMs ?? 10_000;
   let response: Response;
   try {
     response = await fetch(url, {
@@ -282,9 +283,15 @@ export async function inspectModelEndpoint(
         authorization: `Bearer ${config.apiKey || PLACEHOLDER_API_KEY}`,
         ...config.headers,
       },
-      signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
+      signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (error) {
+    // No answer in time is not "nothing there": starting a server would not help.
+    if (error instanceof Error && error.name === 'TimeoutError') {
+      throw new ModelEndpointError(
+        `model endpoint ${config.baseUrl} did not answer GET /models within ${Math.round(timeoutMs / 1000)} s (stuck, overloaded, or behind a firewall that drops packets): check the server's log and that its port is open from this host`,
+      );
+    }
     throw new ModelEndpointError(
       `model endpoint ${config.baseUrl} is unreachable (${causeText(error)}): ${startHint}`,
     );
@@ -337,7 +344,6 @@ export async function inspectModelEndpoint(
 
 function causeText(error: unknown): string {
   if (error instanceof Error) {
-    if (error.name === 'TimeoutError') return 'no answer within the timeout';
     const cause = error.cause;
     if (cause instanceof Error) {
       const code = (cause as NodeJS.ErrnoException).code;

@@ -206,6 +206,20 @@ describe('doctor: an endpoint that answers GET /models with something else', () 
     ]);
   });
 
+  it('one that accepts the connection and never answers: not "start a server there"', async () => {
+    const s = createServer(() => undefined);
+    await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => {
+      s.closeAllConnections();
+      return new Promise((resolve) => s.close(resolve));
+    });
+    const url = `http://127.0.0.1:${(s.address() as AddressInfo).port}/v1`;
+    const [outcome] = await doctor({ FROGNANO_MODEL_URL: url });
+    expect(outcome!.line).toBe(
+      `✗ model endpoint: model endpoint ${url} did not answer GET /models within 5 s (stuck, overloaded, or behind a firewall that drops packets) → fix: check the server's log and that its port is open from this host`,
+    );
+  });
+
   it('a 401 to the credentials of the URL says to check them, not an API key', async () => {
     const url = await rawServer(401, 'Unauthorized', 'text/plain');
     const [outcome] = await doctor({
