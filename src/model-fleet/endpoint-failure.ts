@@ -14,8 +14,16 @@ export function endpointFailureKind(error: unknown): EndpointFailureKind | undef
   return undefined;
 }
 
+/** Longest errorChain: a proxy's 5xx carries its whole HTML error page as the message. */
+const MAX_CHAIN_CHARS = 400;
+
 /** The message and its causes on one line, e.g. `Connection error.: fetch failed: ECONNREFUSED`. */
 export function errorChain(error: unknown): string {
+  const line = causes(error).replace(/\s+/g, ' ').trim();
+  return line.length > MAX_CHAIN_CHARS ? `${line.slice(0, MAX_CHAIN_CHARS - 1)}…` : line;
+}
+
+function causes(error: unknown): string {
   const parts: string[] = [];
   let current: unknown = error;
   for (let depth = 0; depth < 4 && current !== undefined && current !== null; depth++) {

@@ -165,6 +165,19 @@ describe('doctor --probe', () => {
     ]);
   });
 
+  it("keeps a proxy's multi-line HTML error page to one short line", async () => {
+    const page = `<!DOCTYPE html>\n<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n${'<p>filler of a proxy error page</p>\n'.repeat(200)}</body>\n</html>\n`;
+    const a = await server({ script: [{ kind: 'error', status: 502, body: page }] });
+    const outcomes = await doctor({ FROGNANO_MODEL_URL: a.baseUrl }, true);
+    expect(outcomes[1]!.line).toMatch(
+      /^✗ model tool calls: the probe request failed \(502 <!DOCTYPE html> <html> <head><title>502 Bad Gateway<\/title><\/head> <body> <p>filler/,
+    );
+    for (const o of outcomes) {
+      expect(o.line).not.toContain('\n');
+      expect(o.line.length).toBeLessThan(700);
+    }
+  });
+
   it('does not probe an endpoint that is down', async () => {
     const outcomes = await doctor({ FROGNANO_MODEL_URL: await closedUrl() }, true);
     expect(outcomes.map((o) => o.line.split(':')[0])).toEqual([
