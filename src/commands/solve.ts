@@ -20,6 +20,7 @@ import { modelFleetFrom } from './model-fleet-from.js';
 import { renderSummary } from './render-summary.js';
 import { parseSolveOptions, UsageError, type SolveOptions } from './solve-options.js';
 import { terminalText } from './terminal-text.js';
+import { oneLine } from '../one-line.js';
 
 /** Exit codes of `frognano solve` (listed in --help and README). */
 export const SOLVE_EXIT = {
@@ -180,7 +181,8 @@ async function solveWith(
 export function failureOf(result: RunResult): string | undefined {
   if (result.outcome !== 'completed') return result.error ?? result.outcome;
   if (result.exitReason === 'llm_query_error') {
-    return `the model endpoint stopped answering: ${result.error ?? 'no error text'}`;
+    // The error may be a proxy's whole HTML error page; summary.md and the trajectory keep it.
+    return `the model endpoint stopped answering: ${oneLine(result.error ?? 'no error text')}`;
   }
   if (result.exitReason === 'tool_error') {
     return `the sandbox failed during the run: ${result.error ?? 'no error text'}`;

@@ -1,6 +1,7 @@
 // Which errors mean "this endpoint is not answering" (move the loop to another one) rather than
 // "this request is wrong" (a context overflow, a refused key: the same anywhere).
 import { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
+import { oneLine } from '../one-line.js';
 
 export type EndpointFailureKind = 'connection' | 'timeout' | 'server_error';
 
@@ -14,13 +15,12 @@ export function endpointFailureKind(error: unknown): EndpointFailureKind | undef
   return undefined;
 }
 
-/** Longest errorChain: a proxy's 5xx carries its whole HTML error page as the message. */
-const MAX_CHAIN_CHARS = 400;
-
-/** The message and its causes on one line, e.g. `Connection error.: fetch failed: ECONNREFUSED`. */
+/**
+ * The message and its causes on one line, e.g. `Connection error.: fetch failed: ECONNREFUSED`;
+ * short, as a proxy's 5xx carries its whole HTML error page as the message.
+ */
 export function errorChain(error: unknown): string {
-  const line = causes(error).replace(/\s+/g, ' ').trim();
-  return line.length > MAX_CHAIN_CHARS ? `${line.slice(0, MAX_CHAIN_CHARS - 1)}…` : line;
+  return oneLine(causes(error));
 }
 
 function causes(error: unknown): string {

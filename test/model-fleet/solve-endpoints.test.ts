@@ -194,3 +194,25 @@ it('says when an endpoint fails mid-run and the loop moves, never showing its cr
     expect(text).not.toContain(Buffer.from(`ops:${password}`).toString('base64'));
   }
 }, 180_000);
+
+it("ends with a short last line when the only endpoint answers a proxy's long HTML 502 page", async () => {
+  const repo = createPythonRepo(path.join(work, 'repo'));
+  const page = `<!DOCTYPE html>\n<html>\n<head><title>502 Bad Gateway</title></head>\n${'<p>filler of a proxy error page</p>\n'.repeat(200)}</html>\n`;
+  const a = await startScriptedModelServer({
+    script: fixingScript().slice(0, 1),
+    onExhausted: { kind: 'error', status: 502, body: page },
+  });
+  servers.push(a);
+  const outDir = path.join(work, 'out');
+  const run = await runCli(solveArgs(repo.dir, outDir), {
+    FROGNANO_MODEL_URL: a.baseUrl,
+    FROGNANO_MODEL_MAX_RETRIES: '0',
+    FROGNANO_DATA_DIR: path.join(work, 'data'),
+  });
+  expect(run.code, run.stderr).toBe(1);
+  const last = run.stderr.trim().split('\n').at(-1)!;
+  expect(last).toMatch(
+    /^\[frognano\] failed \(llm_query_error\): the model endpoint stopped answering: 502 <!DOCTYPE html> <html> <head><title>502 Bad Gateway<\/title><\/head> <p>filler/,
+  );
+  expect(last.length).toBeLessThan(700);
+}, 180_000);
