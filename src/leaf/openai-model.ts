@@ -292,6 +292,13 @@ export async function inspectModelEndpoint(
         `model endpoint ${config.baseUrl} did not answer GET /models within ${Math.round(timeoutMs / 1000)} s (stuck, overloaded, or behind a firewall that drops packets): check the server's log and that its port is open from this host`,
       );
     }
+    // Fetch refuses a few ports outright (6000, 6667, …): no server there would ever be reached.
+    if (causeText(error) === 'bad port') {
+      const port = new URL(config.baseUrl).port;
+      throw new ModelEndpointError(
+        `model endpoint ${config.baseUrl} cannot be used (Node's fetch refuses port ${port}, a "bad port" of the Fetch standard, whatever listens there): serve the model on another port, such as 8000`,
+      );
+    }
     throw new ModelEndpointError(
       `model endpoint ${config.baseUrl} is unreachable (${causeText(error)}): ${startHint}`,
     );

@@ -233,6 +233,13 @@ describe('doctor: an endpoint that answers GET /models with something else', () 
     );
   });
 
+  it('a port fetch refuses to open (a "bad port" such as 6000): says so, not "start a server"', async () => {
+    const [outcome] = await doctor({ FROGNANO_MODEL_URL: 'http://127.0.0.1:6000/v1' });
+    expect(outcome!.line).toBe(
+      `✗ model endpoint: model endpoint http://127.0.0.1:6000/v1 cannot be used (Node's fetch refuses port 6000, a "bad port" of the Fetch standard, whatever listens there) → fix: serve the model on another port, such as 8000`,
+    );
+  });
+
   it('a 401 to the credentials of the URL says to check them, not an API key', async () => {
     const url = await rawServer(401, 'Unauthorized', 'text/plain');
     const [outcome] = await doctor({
