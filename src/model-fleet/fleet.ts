@@ -102,7 +102,8 @@ export class ModelFleet {
           return { endpoint, ok: true, identity: endpoint.identity };
         } catch (error) {
           const message = errorChain(error);
-          await this.markDown(endpoint.name, message).catch(() => undefined);
+          // The caller reports the check's findings (solve's warning, the run's log line).
+          await this.markDown(endpoint.name, message, { quiet: true }).catch(() => undefined);
           return { endpoint, ok: false, message };
         }
       }),
@@ -122,13 +123,19 @@ export class ModelFleet {
     });
   }
 
-  async markDown(endpoint: string, reason: string): Promise<void> {
+  async markDown(
+    endpoint: string,
+    reason: string,
+    options: { quiet?: boolean } = {},
+  ): Promise<void> {
     const now = Date.now();
     const until = now + this.downMs;
     // Time marked down, counted once even when several loops mark it at once.
     const counted = Math.max(0, until - Math.max(now, this.#downUntil.get(endpoint) ?? 0));
     this.#downUntil.set(endpoint, until);
-    this.log?.warn({ endpoint, reason, forMs: this.downMs }, 'model endpoint marked down');
+    if (!options.quiet) {
+      this.log?.warn({ endpoint, reason, forMs: this.downMs }, 'model endpoint marked down');
+    }
     if (counted > 0) this.observer?.markedDown(endpoint, counted);
     await this.store.markDown(endpoint, this.downMs, reason);
   }

@@ -216,3 +216,23 @@ it("ends with a short last line when the only endpoint answers a proxy's long HT
   );
   expect(last.length).toBeLessThan(700);
 }, 180_000);
+
+it('says once that an endpoint is down at the start, and runs on the other', async () => {
+  const repo = createPythonRepo(path.join(work, 'repo'));
+  const gone = await startScriptedModelServer();
+  await gone.close();
+  const b = await startScriptedModelServer({ script: fixingScript() });
+  servers.push(b);
+  const outDir = path.join(work, 'out');
+  const run = await runCli(
+    [...solveArgs(repo.dir, outDir), '--model-url', `${gone.baseUrl},${b.baseUrl}`],
+    { FROGNANO_DATA_DIR: path.join(work, 'data') },
+  );
+  expect(run.code, run.stderr).toBe(0);
+  const about = run.stderr.split('\n').filter((line) => line.includes(`:${gone.port}`));
+  // The warning a person reads, and the run's one log line that it left the endpoint out.
+  expect(about, run.stderr).toEqual([
+    expect.stringMatching(/^warning: model endpoint .* is unreachable \(ECONNREFUSED\)/),
+    expect.stringContaining('"msg":"model endpoint left out"'),
+  ]);
+}, 180_000);
