@@ -1,9 +1,9 @@
 // Real-browser tests: Debian's Chromium driven by playwright-core (never a downloaded browser).
-// Without /usr/bin/chromium they skip with a loud notice, except in CI (CI=true), where it fails.
+// Without /usr/bin/chromium they fail with a line saying what to install (never a skip).
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { describe } from 'vitest';
+import { beforeAll, describe } from 'vitest';
 
 export const CHROMIUM_PATH = process.env.FROGNANO_TEST_CHROMIUM ?? '/usr/bin/chromium';
 export const CHROMIUM_ARGS = [
@@ -17,16 +17,18 @@ export const CHROMIUM_ARGS = [
 
 const ready = existsSync(CHROMIUM_PATH);
 
+/** A describe whose tests fail (never skip) with one line saying what to install. */
 export function describeBrowser(name: string, body: () => void): void {
-  if (ready || process.env.CI === 'true') {
-    describe(name, body);
-    return;
-  }
-  const line = '!'.repeat(78);
-  console.warn(
-    `\n${line}\n!! SKIPPED (browser): ${name}\n!! no Chromium at ${CHROMIUM_PATH}; apt-get install chromium to run it.\n!! In CI (CI=true) this is a failure, not a skip.\n${line}\n`,
-  );
-  describe.skip(name, body);
+  describe(name, () => {
+    beforeAll(() => {
+      if (!ready) {
+        throw new Error(
+          `no Chromium at ${CHROMIUM_PATH}: apt-get install chromium, or set FROGNANO_TEST_CHROMIUM to one`,
+        );
+      }
+    });
+    body();
+  });
 }
 
 export function launchChromium(): Promise<Browser> {
