@@ -18,6 +18,7 @@ import { createPythonRepo, git, ISSUE_TEXT } from '../support/python-repo.js';
 import { describeDocker, ensureSandboxImage } from '../support/docker-engine.js';
 import { connectDocker } from '../../src/sandbox/docker-engine.js';
 import { LABEL_RUN } from '../../src/sandbox/docker-sandbox.js';
+import { freePort } from '../../src/free-port.js';
 import { ATTEMPT_HEADER } from '../../src/runner/phases/connect-model.js';
 import { headings, markdownTree } from '../github/helpers/markdown-tree.js';
 
@@ -177,13 +178,15 @@ describe('frognano solve --sandbox local', () => {
 
   it('fails in one line when the model endpoint is unreachable', async () => {
     const repo = createPythonRepo(work);
+    // A port nothing listens on (port 9 is one fetch refuses, which says so instead).
+    const port = await freePort();
     const run = await runCli(quickLocalSolve(repo.dir), {
-      FROGNANO_MODEL_URL: 'http://127.0.0.1:9/v1',
+      FROGNANO_MODEL_URL: `http://127.0.0.1:${port}/v1`,
     });
     expect(run.code).toBe(2);
     const lines = run.stderr.trim().split('\n');
     expect(lines.at(-1)).toMatch(
-      /^frognano: model endpoint http:\/\/127\.0\.0\.1:9\/v1 is unreachable/,
+      new RegExp(`^frognano: model endpoint http://127\\.0\\.0\\.1:${port}/v1 is unreachable`),
     );
     // Only the local-sandbox warning precedes it: no stack trace.
     expect(lines.filter((l) => !l.startsWith('warning:'))).toHaveLength(1);

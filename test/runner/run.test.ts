@@ -11,6 +11,7 @@ import {
   type PipelineDeps,
 } from '../../src/runner/run.js';
 import type { RunProgress, RunRequest } from '../../src/runner/run-types.js';
+import { freePort } from '../../src/free-port.js';
 import {
   BUGGY_CALC,
   FIXED_CALC,
@@ -543,12 +544,16 @@ describe('runPipeline with the local sandbox', () => {
 
   it('stops with model_unreachable in one line when the endpoint is down', async () => {
     const s = await setup();
+    // A port nothing listens on (port 9 is one fetch refuses, which says so instead).
+    const port = await freePort();
     const result = await runPipeline(s.request, {
       ...s.deps,
-      modelConfig: { baseUrl: 'http://127.0.0.1:9/v1', maxRetries: 0 },
+      modelConfig: { baseUrl: `http://127.0.0.1:${port}/v1`, maxRetries: 0 },
     });
     expect(result.outcome).toBe('model_unreachable');
-    expect(result.error).toMatch(/^model endpoint http:\/\/127\.0\.0\.1:9\/v1 is unreachable/);
+    expect(result.error).toMatch(
+      new RegExp(`^model endpoint http://127\\.0\\.0\\.1:${port}/v1 is unreachable`),
+    );
     expect(result.verifyBefore!.exitCode).toBe(1);
     expectNothingLeft(s);
   });
