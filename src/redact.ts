@@ -21,14 +21,31 @@ const TOKEN_PATTERNS: RegExp[] = [
 
 export const REDACTED = '[REDACTED]';
 
-/** Remember a secret so it is scrubbed from logs and published text. Short values are ignored. */
-export function registerSecret(value: string | undefined): void {
-  if (!value || value.length < 8) return;
-  secrets.delete(value);
-  secrets.add(value);
-  for (const oldest of secrets) {
-    if (secrets.size <= MAX_REGISTERED_SECRETS) break;
-    secrets.delete(oldest);
+/**
+ * Credentials the operator chose (an endpoint's URL password, the model API key) may be short.
+ * A secret of 8 characters or more is replaced wherever it occurs. A shorter one, registered
+ * with `short: true`, is replaced only where it stands alone (no letter, digit or `_` touching
+ * it), and only from MIN_SHORT_SECRET characters up: "pw" or "a" alone would cut ordinary words
+ * out of every log line and comment. Text that came from the endpoint itself goes through
+ * `redactCredentials` with that endpoint's credentials, whatever their length.
+ */
+export const MIN_SHORT_SECRET = 3;
+const MIN_SECRET = 8;
+const shortSecrets = new Set<string>();
+
+/** Remember a secret so it is scrubbed from logs and published text. */
+export function registerSecret(value: string | undefined, options: { short?: boolean } = {}): void {
+  if (!value) return;
+  if (value.length >= MIN_SECRET) remember(secrets, value);
+  else if (options.short && value.length >= MIN_SHORT_SECRET) remember(shortSecrets, value);
+}
+
+function remember(set: Set<string>, value: string): void {
+  set.delete(value);
+  set.add(value);
+  for (const oldest of set) {
+    if (set.size <= MAX_REGISTERED_SECRETS) break;
+    set.delete(oldest);
   }
 }
 
@@ -37,10 +54,46 @@ export function registeredSecretCount(): number {
   return secrets.size;
 }
 
+/**
+ * Text a party that holds these credentials wrote (an endpoint's error, which may echo the
+ * request): each one replaced however short, where it stands alone, then `redactSecrets`.
+ */
+export function redactCredentials(text: string, credentials: readonly string[]): string {
+  let out = text;
+  for (const credential of credentials) {
+    if (credential === '') continue;
+    out =
+      credential.length >= MIN_SECRET
+        ? out.split(credential).join(REDACTED)
+        : replaceStandalone(out, credential);
+  }
+  return redactSecrets(out);
+}
+
+const WORD_CHAR = /[A-Za-z0-9_]/;
+
+/** Every occurrence of `value` with no word character right before or after it. */
+function replaceStandalone(text: string, value: string): string {
+  let out = '';
+  let from = 0;
+  for (let at = text.indexOf(value); at !== -1; at = text.indexOf(value, at + 1)) {
+    if (at < from) continue;
+    const before = text[at - 1];
+    const after = text[at + value.length];
+    if ((before && WORD_CHAR.test(before)) || (after && WORD_CHAR.test(after))) continue;
+    out += text.slice(from, at) + REDACTED;
+    from = at + value.length;
+  }
+  return out + text.slice(from);
+}
+
 export function redactSecrets(text: string): string {
   let out = text;
   for (const secret of secrets) {
     if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+  }
+  for (const secret of shortSecrets) {
+    if (out.includes(secret)) out = replaceStandalone(out, secret);
   }
   for (const pattern of TOKEN_PATTERNS) {
     out = out.replace(pattern, (match, prefix: unknown) =>

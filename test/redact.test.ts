@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Writable } from 'node:stream';
 import {
   MAX_REGISTERED_SECRETS,
+  redactCredentials,
   redactSecrets,
   registerSecret,
   registeredSecretCount,
@@ -35,6 +36,29 @@ describe('redactSecrets', () => {
     expect(registeredSecretCount()).toBeLessThanOrEqual(MAX_REGISTERED_SECRETS);
     const last = `installation-token-${MAX_REGISTERED_SECRETS * 3 - 1}-abcdef`;
     expect(redactSecrets(`a ${last} b long-lived-model-api-key`)).toBe('a [REDACTED] b [REDACTED]');
+  });
+
+  it('replaces a short credential only where it stands alone, and never one of 1-2 characters', () => {
+    registerSecret('zq4', { short: true });
+    registerSecret('xy', { short: true });
+    registerSecret('shortpw');
+    expect(redactSecrets('key zq4, "zq4", user:zq4@host; zq42 and azq4 stay')).toBe(
+      'key [REDACTED], "[REDACTED]", user:[REDACTED]@host; zq42 and azq4 stay',
+    );
+    // Without `short`, a short value is not a secret of the process (a setup variable's "1").
+    expect(redactSecrets('xy shortpw')).toBe('xy shortpw');
+  });
+
+  it("redacts an endpoint's own credentials in its text however short", () => {
+    const credentials = ['user:p', 'dXNlcjpw', 'p'];
+    expect(
+      redactCredentials(
+        'upstream http://user:p@gw saw Basic dXNlcjpw, password p; kept: pytest passed',
+        credentials,
+      ),
+    ).toBe(
+      'upstream http://[REDACTED]@gw saw Basic [REDACTED], password [REDACTED]; kept: pytest passed',
+    );
   });
 
   it('leaves ordinary text alone', () => {
