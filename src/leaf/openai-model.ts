@@ -6,6 +6,7 @@ import OpenAI from 'openai';
 import { z } from 'zod';
 import { registerSecret } from '../redact.js';
 import type { AssistantMessage, ChatMessage, ToolCall } from './messages.js';
+import { MAX_MODEL_RESPONSE_BYTES, modelEndpointFetch, readCappedText } from './model-fetch.js';
 import type { Model, ModelResponse, TokenUsage } from './model.js';
 import { DEFAULT_REQUEST, type ToolSchema } from './protocol.js';
 
@@ -52,7 +53,6 @@ const PLACEHOLDER_API_KEY = 'EMPTY';
 
 export function createOpenAIModel(input: ModelConfigInput): Model {
   const config = ModelConfig.parse(input);
-  registerSecret(config.apiKey);
   const client = createClient(config);
 
   return {
@@ -102,47 +102,33 @@ function createClient(config: ModelConfig): OpenAI {
     timeout: config.timeoutMs,
     maxRetries: config.maxRetries,
     ...(config.headers ? { defaultHeaders: config.headers } : {}),
-    fetch: fetchWithReadableErrors,
+    fetch: modelEndpointFetch({ credentials: endpointCredentials(config) }),
   });
 }
 
 /**
- * SGLang and older vLLM answer errors as `{"object":"error","message":...}`, without the
- * `error` envelope the SDK looks for, and the SDK then reports only "400 status code (no
- * body)". A context overflow must be recognisable from its text (§5), so error bodies are
- * rewritten into the envelope before the SDK reads them.
+ * What of a configuration is secret, longest first: the API key, the Authorization header's
+ * token and, for Basic, `user:password`, the password and its URL-encoded form. Each is
+ * registered, however short (see redact.ts for how short ones are matched).
  */
-const fetchWithReadableErrors: typeof fetch = async (url, init) => {
-  const response = await fetch(url, init);
-  if (response.ok) return response;
-  const text = await response.text();
-  const headers = new Headers(response.headers);
-  headers.delete('content-length');
-  headers.delete('content-encoding');
-  return new Response(normalizeErrorBody(text), {
-    status: response.status,
-    statusText: response.statusText,
-    headers,
-  });
-};
-
-function normalizeErrorBody(text: string): string {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
+export function endpointCredentials(config: ModelConfig): string[] {
+  const found = new Set<string>();
+  if (config.apiKey) found.add(config.apiKey);
+  const header = Object.entries(config.headers ?? {}).find(
+    ([name]) => name.toLowerCase() === 'authorization',
+  )?.[1];
+  const [, scheme, token] = /^(\S+)\s+(.+)$/.exec(header ?? '') ?? [];
+  if (token) {
+    found.add(token);
+    if (scheme?.toLowerCase() === 'basic') {
+      const pair = Buffer.from(token, 'base64').toString('utf8');
+      const password = pair.slice(pair.indexOf(':') + 1);
+      for (const value of [pair, password, encodeURIComponent(password)]) found.add(value);
+    }
   }
-  if (isRecord(parsed)) {
-    if (isRecord(parsed.error)) return text;
-    if (typeof parsed.error === 'string')
-      return JSON.stringify({ error: { message: parsed.error } });
-    if (typeof parsed.message === 'string') return JSON.stringify({ error: parsed });
-    if (typeof parsed.detail === 'string')
-      return JSON.stringify({ error: { message: parsed.detail } });
-  }
-  const message = text.trim() === '' ? 'empty error body' : text.trim().slice(0, 2000);
-  return JSON.stringify({ error: { message } });
+  const list = [...found].filter((value) => value !== '').sort((a, b) => b.length - a.length);
+  for (const value of list) registerSecret(value, { short: true });
+  return list;
 }
 
 const RawToolCall = z.object({
@@ -271,7 +257,7 @@ export async function inspectModelEndpoint(
   options: { timeoutMs?: number } = {},
 ): Promise<ServedModel> {
   const config = ModelConfig.parse(input);
-  registerSecret(config.apiKey);
+  endpointCredentials(config);
   const url = `${config.baseUrl.replace(/\/+$/, '')}/models`;
   const startHint = `start an OpenAI-compatible server there first, e.g. \`vllm serve ${config.model} --enable-auto-tool-choice --tool-call-parser qwen3_coder --reasoning-parser qwen3\`, or point the model URL at a running one`;
   const timeoutMs = options.timeoutMs ?? 10_000;
@@ -312,7 +298,13 @@ export async function inspectModelEndpoint(
         : `model endpoint ${config.baseUrl} refused the API key (HTTP ${response.status} on GET /models): set the key the server was started with`,
     );
   }
-  const text = await response.text().catch(() => '');
+  const read = await readCappedText(response).catch(() => ({ text: '', tooLarge: false }));
+  if (read.tooLarge) {
+    throw new ModelEndpointError(
+      `model endpoint ${config.baseUrl} answered GET /models with more than ${MAX_MODEL_RESPONSE_BYTES / (1024 * 1024)} MiB (a model list is a few hundred bytes): check that the URL points at an OpenAI-compatible server, not a file or a misbehaving proxy`,
+    );
+  }
+  const text = read.text;
   const notApi = `(no OpenAI-compatible API at that path): check that the URL ends in /v1 and points at an OpenAI-compatible server`;
   if (response.status >= 500) {
     // A 502/503 is a proxy whose server is down or a server still loading: the URL is right.
@@ -359,8 +351,4 @@ function causeText(error: unknown): string {
     return error.message;
   }
   return String(error);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

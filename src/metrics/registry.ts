@@ -146,7 +146,7 @@ function endpointInstruments(registers: Registry[]) {
     }),
     endpointErrors: new Counter({
       name: 'frognano_model_endpoint_errors_total',
-      help: 'Chat completions that failed after the client retries, by endpoint and kind (connection, timeout, server_error, other)',
+      help: 'Chat completions that failed after the client retries, by endpoint and kind (connection, timeout, server_error, too_large, other)',
       labelNames: ['endpoint', 'kind'] as const,
       registers,
     }),

@@ -1,12 +1,18 @@
 // Which errors mean "this endpoint is not answering" (move the loop to another one) rather than
 // "this request is wrong" (a context overflow, a refused key: the same anywhere).
 import { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
+import { ModelResponseTooLarge, TOO_LARGE_HEADER } from '../leaf/model-fetch.js';
 import { oneLine } from '../one-line.js';
 
-export type EndpointFailureKind = 'connection' | 'timeout' | 'server_error';
+export type EndpointFailureKind = 'connection' | 'timeout' | 'server_error' | 'too_large';
 
-/** Connection refused or dropped, a timeout, or a 5xx, after the client's own retries. */
+/**
+ * Connection refused or dropped, a timeout, or a 5xx, after the client's own retries; or an
+ * answer (or error) over the response cap, which another endpoint may well not send.
+ */
 export function endpointFailureKind(error: unknown): EndpointFailureKind | undefined {
+  if (error instanceof ModelResponseTooLarge) return 'too_large';
+  if (error instanceof APIError && error.headers?.get(TOO_LARGE_HEADER)) return 'too_large';
   if (error instanceof APIConnectionTimeoutError) return 'timeout';
   if (error instanceof APIConnectionError) return 'connection';
   if (error instanceof APIError && typeof error.status === 'number' && error.status >= 500) {

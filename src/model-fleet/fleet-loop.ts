@@ -5,9 +5,10 @@
 // the next endpoint. Only when no endpoint answers does the request fail.
 import type { ChatMessage } from '../leaf/messages.js';
 import type { Model, ModelResponse } from '../leaf/model.js';
-import { createOpenAIModel } from '../leaf/openai-model.js';
+import { createOpenAIModel, endpointCredentials } from '../leaf/openai-model.js';
 import type { ToolSchema } from '../leaf/protocol.js';
 import type { ModelEndpointRecord } from '../leaf/trajectory.js';
+import { redactCredentials } from '../redact.js';
 import { endpointFailureKind, errorChain } from './endpoint-failure.js';
 import type { FleetEndpoint, FleetLoopHost } from './fleet-types.js';
 
@@ -79,7 +80,11 @@ export class FleetLoop implements Model {
         if (!signal?.aborted) this.#fleet.observer?.failed(name, kind ?? 'other');
         if (signal?.aborted || !kind) throw error;
         failures.set(name, error);
-        lease.record.error = errorChain(error);
+        // The client redacted the body already; the rest of the chain is redacted here too.
+        lease.record.error = redactCredentials(
+          errorChain(error),
+          endpointCredentials(this.#fleet.configFor(lease.endpoint)),
+        );
         await this.#fleet.markDown(name, lease.record.error).catch(() => undefined);
         await this.#drop();
         this.#fleet.log?.warn(

@@ -7,10 +7,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
+  endpointCredentials,
   inspectModelEndpoint,
   type ModelConfig,
   type ModelConfigInput,
 } from '../leaf/openai-model.js';
+import { redactCredentials } from '../redact.js';
 import { endpointModelConfig } from './endpoint-config.js';
 import type { EndpointSpec } from './endpoint-url.js';
 import { errorChain } from './endpoint-failure.js';
@@ -101,7 +103,7 @@ export class ModelFleet {
           endpoint.identity = { ...served, serverVersion };
           return { endpoint, ok: true, identity: endpoint.identity };
         } catch (error) {
-          const message = errorChain(error);
+          const message = redactCredentials(errorChain(error), endpointCredentials(config));
           // The caller reports the check's findings (solve's warning, the run's log line).
           await this.markDown(endpoint.name, message, { quiet: true }).catch(() => undefined);
           return { endpoint, ok: false, message };

@@ -2,6 +2,7 @@
 // produced it: `GET /models` (id, root, max_model_len, owned_by) and the server's version
 // (`GET /version` on vLLM, `GET /get_server_info` on SGLang), where it has one.
 import { z } from 'zod';
+import { readCappedText } from '../leaf/model-fetch.js';
 import type { ServedModel } from '../leaf/openai-model.js';
 
 export interface EndpointIdentity extends ServedModel {
@@ -28,7 +29,9 @@ export async function fetchServerVersion(
         signal: AbortSignal.timeout(timeoutMs),
       });
       if (!response.ok) continue;
-      const parsed = Versioned.safeParse(await response.json());
+      const read = await readCappedText(response);
+      if (read.tooLarge) continue;
+      const parsed = Versioned.safeParse(JSON.parse(read.text));
       if (parsed.success) return parsed.data.version.slice(0, 100);
     } catch {
       // Not there, or not JSON: try the next route.
