@@ -11,6 +11,7 @@ import { ActionEnvError, readActionEnv, type ActionEnv } from './action-env.js';
 import { appendStepSummary, writeOutputs } from './action-files.js';
 import { crashedReport, ignoredReport, type ActionReport } from './action-report.js';
 import type { ActionSetup } from './action-setup.js';
+import { localSandboxProblem } from './local-sandbox-guard.js';
 
 export interface RunActionOptions {
   env: NodeJS.ProcessEnv;
@@ -69,6 +70,8 @@ function readSetup(processEnv: NodeJS.ProcessEnv, cwd: string): ActionSetup {
     FROGNANO_DATA_DIR: env.dataDir,
   };
   const config = loadAppConfig(appEnv, cwd);
+  const sandboxProblem = localSandboxProblem(config.sandbox, processEnv);
+  if (sandboxProblem) throw new ActionEnvError(sandboxProblem);
   const processConfig = loadProcessConfig({ ...processEnv, FROGNANO_DATA_DIR: env.dataDir });
   const raw = processEnv[CANCEL_POLL_VARIABLE]?.trim() || '10';
   const seconds = Number(raw);

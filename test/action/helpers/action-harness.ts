@@ -8,6 +8,10 @@ import { execFile, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import {
+  ALLOW_LOCAL_SANDBOX_VALUE,
+  ALLOW_LOCAL_SANDBOX_VARIABLE,
+} from '../../../src/action/local-sandbox-guard.js';
 import { createPythonRepo } from '../../support/python-repo.js';
 import {
   startScriptedModelServer,
@@ -127,6 +131,10 @@ export async function startActionHarness(o: ActionHarnessOptions = {}): Promise<
       GITHUB_TOKEN: WORKFLOW_TOKEN,
       FROGNANO_MODEL_URL: model.baseUrl,
       FROGNANO_SANDBOX: o.sandbox ?? 'local',
+      // A local sandbox under GITHUB_ACTIONS=true needs the operator's opt-in, by name.
+      ...((o.sandbox ?? 'local') === 'local'
+        ? { [ALLOW_LOCAL_SANDBOX_VARIABLE]: ALLOW_LOCAL_SANDBOX_VALUE }
+        : {}),
       FROGNANO_STATUS_THROTTLE_MS: '0',
       FROGNANO_MODEL_MAX_RETRIES: '0',
       LOG_LEVEL: process.env.FROGNANO_TEST_LOG ? 'debug' : 'warn',
