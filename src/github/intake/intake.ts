@@ -468,8 +468,16 @@ export class Intake {
       }
     }
     this.#writes.push(task);
+    this.#drain();
+  }
+
+  #drain(): void {
     this.#writing ??= this.#drainWrites().finally(() => {
       this.#writing = undefined;
+      // A write pushed after the loop found nothing left, and before this ran, saw a loop still
+      // going and started none: it would wait for the next write (a cancel's "cancelled" for
+      // ever, the comment left saying "queued").
+      if (this.#writes.length > 0 && !this.#stopped) this.#drain();
     });
   }
 
