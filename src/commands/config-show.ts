@@ -150,7 +150,9 @@ function printRows(io: ConfigShowIo, dir: string, layer: Layer | undefined, rows
   io.stdout(`# What a run in ${terminalText(dir)} would use. \`frognano solve\` reads only this`);
   io.stdout("# file; the App also applies the owner's .github repository's file beneath it.");
   if (layer?.extends !== undefined) {
-    io.stdout(`# _extends: ${terminalText(layer.extends)} (followed by the App only)`);
+    io.stdout(
+      `# _extends: ${terminalText(layer.extends)} (followed by the App only: to the owner's .github repository, or to a repository no more private than this one)`,
+    );
   }
   for (const [key, value, from] of rows) {
     const [first = '', ...rest] = stringify({ [key]: value }, { lineWidth: 0 })

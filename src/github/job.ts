@@ -2,6 +2,30 @@
 // an issue edited after labelling cannot change what the model is asked.
 import { z } from 'zod';
 
+/** Who may read a repository, as GitHub says: `visibility`, or `private` where it is absent. */
+export const RepoVisibility = z.enum(['public', 'internal', 'private']);
+export type RepoVisibility = z.infer<typeof RepoVisibility>;
+
+/** The visibility of a repository as a webhook payload or the REST API describes it. */
+export function repoVisibility(repository: {
+  private?: boolean | undefined;
+  visibility?: string | undefined;
+}): RepoVisibility | undefined {
+  const named = RepoVisibility.safeParse(repository.visibility);
+  if (named.success) return named.data;
+  if (repository.private === undefined) return undefined;
+  return repository.private ? 'private' : 'public';
+}
+
+/** `{ visibility }` when the repository tells it, for spreading into a trigger. */
+export function visibilityOf(repository: {
+  private?: boolean | undefined;
+  visibility?: string | undefined;
+}): { visibility?: RepoVisibility } {
+  const visibility = repoVisibility(repository);
+  return visibility ? { visibility } : {};
+}
+
 export const IssueJob = z.object({
   installationId: z.number().int(),
   owner: z.string(),
@@ -11,6 +35,8 @@ export const IssueJob = z.object({
   /** Already sanitized (see sanitize-issue-text.ts). */
   issueText: z.string(),
   defaultBranch: z.string().optional(),
+  /** The repository's, from the webhook (what `_extends` may reach depends on it). */
+  visibility: RepoVisibility.optional(),
   sender: z.object({ login: z.string(), id: z.number().int() }),
   source: z.enum(['label', 'retry', 'review']),
   /** Already sanitized. */

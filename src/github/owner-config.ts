@@ -4,6 +4,8 @@
 // the one the run cloned, at its base revision: the plugin is answered with that text instead of
 // fetching the file from the default branch. Every file fetched is checked (size, binary, YAML
 // bombs, keys) before the plugin parses it, and a bad one is one line naming it and its key.
+// An `_extends` target is checked before it is fetched (extends-guard.ts: no more private than
+// the running repository, or the owner's `.github` repository).
 import { composeConfigGet } from '@probot/octokit-plugin-config';
 import { configLayer } from '../runner/config-layers.js';
 import {
@@ -13,6 +15,8 @@ import {
   tooLarge,
 } from '../runner/repo-config.js';
 import type { ConfigText } from '../runner/run-types.js';
+import { extendsGuard, type ExtendsGuard } from './extends-guard.js';
+import type { RepoVisibility } from './job.js';
 import type { GitHubClient, RepoRef } from './octokit.js';
 
 type PluginOctokit = Parameters<typeof composeConfigGet>[0];
@@ -25,15 +29,20 @@ interface ContentRoute {
   ref?: string;
 }
 
-/** For RunRequest.configBase: the files beneath the repository's own, lowest first. */
+/**
+ * For RunRequest.configBase: the files beneath the repository's own, lowest first. `visibility`
+ * is the running repository's, from the webhook (asked of GitHub when absent).
+ */
 export function ownerConfigBase(
   octokit: GitHubClient,
   repo: RepoRef,
+  visibility?: RepoVisibility,
 ): (ownFile: string | undefined) => Promise<ConfigText[]> {
   return async (ownFile) => {
     const texts = new Map<string, string>();
     const names = new Map<string, string>();
-    const client = checkingClient(octokit, repo, ownFile, texts, names);
+    const guard = extendsGuard(octokit, repo, visibility);
+    const client = checkingClient(octokit, repo, ownFile, { texts, names, guard });
     const get = (target: RepoRef) =>
       composeConfigGet(client, { ...target, path: REPO_CONFIG_PATH }).catch((error: unknown) => {
         throw asConfigError(error, names);
@@ -73,17 +82,25 @@ function checkingClient(
   octokit: GitHubClient,
   repo: RepoRef,
   ownFile: string | undefined,
-  texts: Map<string, string>,
-  names: Map<string, string>,
+  seen: { texts: Map<string, string>; names: Map<string, string>; guard: ExtendsGuard },
 ): PluginOctokit {
+  const { texts, names, guard } = seen;
   const isOwn = (route: ContentRoute) => sameFile(route, repo) && route.ref === undefined;
+  const ownerFile = { owner: repo.owner, repo: '.github' };
+  // The plugin reads a chain one file at a time: each file after the first is what the one
+  // before it named in `_extends`.
+  let previous: string | undefined;
   const request = async (route: ContentRoute & Record<string, unknown>) => {
     const name = fileName(route);
     names.set(octokit.request.endpoint(route as never).url, name);
+    const namedBy = previous;
+    previous = isOwn(route) ? REPO_CONFIG_PATH : name;
     if (isOwn(route)) {
       if (ownFile === undefined) throw Object.assign(new Error('Not Found'), { status: 404 });
       return { status: 200, headers: {}, data: ownFile };
     }
+    // The owner's file is read for every repository; anything else was named by `_extends`.
+    if (!sameFile(route, ownerFile)) await guard(route, namedBy ?? REPO_CONFIG_PATH);
     let response;
     try {
       response = await octokit.request(route as never);

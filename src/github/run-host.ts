@@ -162,7 +162,7 @@ class GitHubRunSession implements RunSession {
         : undefined,
       issueText: job.issueText,
       extraGuidance: job.guidance,
-      configBase: ownerConfigBase(octokit, { owner: job.owner, repo: job.repo }),
+      configBase: ownerConfigBase(octokit, { owner: job.owner, repo: job.repo }, job.visibility),
       readUntrustedTexts: readIssueTextsOffThread,
       ...followUp?.request,
       ...(job.attempts !== undefined ? { overrides: { attempts: job.attempts } } : {}),

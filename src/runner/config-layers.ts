@@ -26,13 +26,23 @@ export interface ConfigLayer {
 /** Where each key's value came from: the files that set it, lowest first. */
 export type ConfigOrigins = Partial<Record<string, string[]>>;
 
-/** One file of the stack, checked; throws RepoConfigError (one line naming the file and key). */
+/**
+ * One file of the stack, checked; throws RepoConfigError (one line naming the file and key).
+ * A file other than the repository's own was fetched from another repository, maybe a private
+ * one, and the error may be shown in public: it names the line and the known key, never a value.
+ */
 export function configLayer(source: ConfigText): ConfigLayer {
   const bytes = Buffer.byteLength(source.text);
   if (bytes > MAX_CONFIG_BYTES) throw new RepoConfigError(tooLarge(source.name, bytes));
-  const checked = checkConfigText(source.text);
+  const fetched = source.name !== REPO_CONFIG_PATH;
+  const checked = checkConfigText(source.text, { quoteValues: !fetched });
   const first = checked.problems[0];
-  if (first) throw new RepoConfigError(`${source.name}: ${first.message}`);
+  if (first) {
+    const where = fetched && first.line !== undefined && !/ at line \d/.test(first.message);
+    throw new RepoConfigError(
+      `${source.name}${where ? `, line ${first.line}` : ''}: ${first.message}`,
+    );
+  }
   const { _extends, ...data } = checked.data ?? {};
   return {
     name: source.name,

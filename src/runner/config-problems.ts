@@ -45,7 +45,17 @@ export function checkConfigBytes(bytes: Uint8Array): CheckedConfig {
   return checkConfigText(text);
 }
 
-export function checkConfigText(text: string): CheckedConfig {
+/**
+ * What the words of a problem may hold: `quoteValues: false` for a file the run fetched from
+ * another repository, whose text may be anything (a passphrase): no value, no unknown key, no
+ * parser words, only the line and the known key.
+ */
+export interface CheckOptions {
+  quoteValues?: boolean;
+}
+
+export function checkConfigText(text: string, options: CheckOptions = {}): CheckedConfig {
+  const quote = options.quoteValues !== false;
   if (text.includes('\0')) return { problems: [{ message: BINARY }] };
   const lines = new LineCounter();
   const excess = nestingExcess(text, MAX_NESTING);
@@ -61,7 +71,7 @@ export function checkConfigText(text: string): CheckedConfig {
     };
   }
   const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true, lineCounter: lines });
-  if (doc.errors.length > 0) return { problems: doc.errors.map(yamlProblem) };
+  if (doc.errors.length > 0) return { problems: doc.errors.map((e) => yamlProblem(e, quote)) };
   let data: unknown;
   try {
     data = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
@@ -81,7 +91,7 @@ export function checkConfigText(text: string): CheckedConfig {
     return {
       problems: [
         {
-          message: `must be a mapping of keys (${KNOWN_KEYS.join(', ')}) to values (got ${describe(data)})`,
+          message: `must be a mapping of keys (${KNOWN_KEYS.join(', ')}) to values${quote ? ` (got ${describe(data)})` : ''}`,
           line: 1,
           column: 1,
         },
@@ -92,7 +102,9 @@ export function checkConfigText(text: string): CheckedConfig {
   const mapping = data as Record<string, unknown>;
   if (parsed.success) return { problems: [], data: mapping, config: parsed.data };
   const locate = locator(doc, lines);
-  return { problems: parsed.error.issues.flatMap((issue) => schemaProblems(issue, locate)) };
+  return {
+    problems: parsed.error.issues.flatMap((issue) => schemaProblems(issue, locate, quote)),
+  };
 }
 
 /** The parser's words where they name its own API rather than the file. */
@@ -100,16 +112,23 @@ const YAML_WORDS: Record<string, string> = {
   MULTIPLE_DOCS: 'holds more than one YAML document (a --- line after the first one): keep one',
 };
 
-function yamlProblem(error: {
-  code?: string;
-  message: string;
-  linePos?: [{ line: number; col: number }, ...unknown[]];
-}): ConfigProblem {
+function yamlProblem(
+  error: {
+    code?: string;
+    message: string;
+    linePos?: [{ line: number; col: number }, ...unknown[]];
+  },
+  quote: boolean,
+): ConfigProblem {
   const where = error.linePos?.[0];
   const at = where ? ` at line ${where.line}, column ${where.col}` : '';
+  // The parser's message may quote the file (an alias's name); its code never does.
+  const code = (error.code ?? 'syntax error').toLowerCase().replace(/_/g, ' ');
   const first =
     YAML_WORDS[error.code ?? ''] ??
-    (error.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '');
+    (quote
+      ? (error.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '')
+      : code);
   return {
     message: `invalid YAML${at}: ${first}`,
     ...(where ? { line: where.line, column: where.col } : {}),
@@ -122,21 +141,23 @@ type Locate = (
   keyOnly?: boolean,
 ) => { line: number; column: number } | undefined;
 
-function schemaProblems(raw: Issue, locate: Locate): ConfigProblem[] {
+function schemaProblems(raw: Issue, locate: Locate, quote: boolean): ConfigProblem[] {
   const issue = deepestIssue(raw);
   if (issue.code === 'unrecognized_keys') {
     return issue.keys.map((key) => {
       const near = nearestKey(key, KNOWN_KEYS);
       const hint = near ? `, did you mean "${near}"?` : '';
+      const named = quote ? `unknown key "${key}"` : 'an unknown key';
       return {
-        message: `unknown key "${key}"${hint} (expected one of: ${KNOWN_KEYS.join(', ')})`,
-        key,
+        message: `${named}${hint} (expected one of: ${KNOWN_KEYS.join(', ')})`,
+        ...(quote ? { key } : {}),
         ...locate([...issue.path, key], true),
       };
     });
   }
+  // Only known keys reach here: the path names them (and list indexes), never a value.
   const keyPath = formatPath(issue.path);
-  const got = 'input' in issue ? ` (got ${describe(issue.input)})` : '';
+  const got = quote && 'input' in issue ? ` (got ${describe(issue.input)})` : '';
   return [
     {
       message: `${keyPath} ${issue.message}${got}`,

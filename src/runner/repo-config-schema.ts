@@ -44,12 +44,29 @@ const repoPath = nonEmpty('a path in the repository, like AGENTS.md or docs/AGEN
 const EXTENDS_RE =
   /^(?:[a-zA-Z\d](?:[a-zA-Z\d]|-(?=[a-zA-Z\d])){0,38}\/)?[-_.\w]+(?::[-_./\w]+\.[yY][aA]?[mM][lL])?$/;
 
+/**
+ * An image by name, as Docker's reference grammar has it: `[registry[:port]/]path`, then `:tag`
+ * and/or `@sha256:<64 hex>` (the path is lowercase). Never an image id: Docker also resolves
+ * any unique hex prefix of an id (`b` will do) and `sha256:<hex>`, which would let one
+ * repository start from an image another repository's run made (only its id is known). A
+ * pattern rather than a function, so the JSON Schema carries it to editors.
+ */
+const IMAGE_NAME_RE =
+  /^(?![a-f\d]+$)(?!sha(?:256|384|512):)(?:[a-zA-Z\d](?:[a-zA-Z\d-]*[a-zA-Z\d])?(?:\.[a-zA-Z\d](?:[a-zA-Z\d-]*[a-zA-Z\d])?)*(?::\d+)?\/)?[a-z\d]+(?:(?:[._]|__|-+)[a-z\d]+)*(?:\/[a-z\d]+(?:(?:[._]|__|-+)[a-z\d]+)*)*(?::\w[\w.-]{0,127})?(?:@sha256:[a-f\d]{64})?$/;
+const IMAGE_NAME_ERROR =
+  'must name an image (name, name:tag, registry/name:tag or name@sha256:<64 hex digits>), not an image id or id prefix';
+
 export const RepoConfig = z
   .strictObject({
     image: nonEmpty('a non-empty image name')
-      .refine((s) => !/\s/.test(s), { error: 'must be an image name without spaces' })
+      .refine((s) => !/\s/.test(s), { error: 'must be an image name without spaces', abort: true })
+      .max(255, { error: IMAGE_NAME_ERROR, abort: true })
+      .regex(IMAGE_NAME_RE, { error: IMAGE_NAME_ERROR })
       .optional()
-      .meta({ description: 'Sandbox image (needs python3 and bash).' }),
+      .meta({
+        description:
+          'Sandbox image by name (name, name:tag, registry/name:tag or name@sha256:...), never an image id; needs python3 and bash.',
+      }),
     setup: z
       .union(
         [nonEmpty('a command or a list of commands'), z.array(nonEmpty('a non-empty command'))],

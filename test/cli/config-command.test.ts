@@ -83,6 +83,16 @@ describe('frognano config validate', () => {
     ]);
   });
 
+  it('refuses an image id or id prefix as a run does, at its line', async () => {
+    const dir = repoWith('test: make\nimage: "b"\n');
+    expect(await runCli(['config', 'validate'], dir)).toEqual({
+      code: 1,
+      stdout:
+        '.github/frognano.yml:2:8: image must name an image (name, name:tag, registry/name:tag or name@sha256:<64 hex digits>), not an image id or id prefix (got "b")\n',
+      stderr: '',
+    });
+  });
+
   it('gives a YAML bomb, a huge file and a binary file one clear line each', async () => {
     const bomb = ['a: &a [x, x, x, x, x, x, x, x, x]'];
     for (let i = 1; i < 9; i++) {
@@ -167,6 +177,14 @@ describe('frognano config show', () => {
       attempts: 1,
       blocked_paths: ['.github/**', '.gitmodules', 'docs/**'],
     });
+  });
+
+  it("says where the App follows _extends: the owner's .github, or no more private", async () => {
+    const run = await runCli(['config', 'show', '--repo', repoWith('_extends: shared\n')], root);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(run.stdout.split('\n')).toContain(
+      "# _extends: shared (followed by the App only: to the owner's .github repository, or to a repository no more private than this one)",
+    );
   });
 
   it('shows the defaults without a file, and refuses a bad file or a link with the run’s line', async () => {

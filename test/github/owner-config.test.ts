@@ -31,6 +31,7 @@ const ORG_FILE = 'GET /repos/Codertocat/.github/contents/.github%2Ffrognano.yml'
 async function run(
   mock: (gh: GitHubMock) => void,
   config = '',
+  visibility: 'public' | 'private' | 'internal' | 'untold' = 'public',
 ): Promise<{ gh: GitHubMock; task: string | undefined; last: string }> {
   const gh = newGitHubMock('fake');
   const fake = await startFakeGitHub(gh);
@@ -44,9 +45,13 @@ async function run(
     botEnv: true,
     env: { GITHUB_API_URL: fake.url },
   });
-  expect(
-    await harness.deliver('issues', labeledPayload({ sender: { login: 'Codertocat', id: 1 } })),
-  ).toBe(200);
+  const payload = labeledPayload({ sender: { login: 'Codertocat', id: 1 } });
+  // The running repository's visibility, as GitHub's webhook payload tells it.
+  if (visibility === 'untold') {
+    delete payload.repository.private;
+    delete payload.repository.visibility;
+  } else Object.assign(payload.repository, { private: visibility !== 'public', visibility });
+  expect(await harness.deliver('issues', payload)).toBe(200);
   await harness.app.intake!.idle();
   await harness.app.workers!.idle();
   expect(fake.unmatched, 'requests no mock matched').toEqual([]);
@@ -87,7 +92,7 @@ describe("the owner's .github repository", () => {
     );
     expect(task).toBeUndefined();
     expect(last).toContain(
-      'Codertocat/.github:.github/frognano.yml: unknown key "max\\_step", did you mean "max\\_steps"?',
+      'Codertocat/.github:.github/frognano.yml, line 1: an unknown key, did you mean "max\\_steps"?',
     );
     expect(last).toContain(
       'the run failed: the configuration could not be used: Codertocat/.github',
@@ -117,9 +122,36 @@ describe("the owner's .github repository", () => {
   });
 });
 
+/** GET /repos/Codertocat/<repo>: what GitHub says of its visibility (`undefined`: a 404). */
+function mockRepo(
+  gh: GitHubMock,
+  repo: string,
+  visibility: 'public' | 'private' | 'internal' | undefined,
+): void {
+  gh.intercept({
+    method: 'GET',
+    path: `/repos/Codertocat/${repo}`,
+    status: visibility === undefined ? 404 : 200,
+    auth: 'installation',
+    reply: () =>
+      visibility === undefined
+        ? { message: 'Not Found' }
+        : {
+            name: repo,
+            full_name: `Codertocat/${repo}`,
+            private: visibility !== 'public',
+            visibility,
+          },
+  });
+}
+
+const SECRET = 'correct-horse-battery-staple';
+
 describe('_extends', () => {
   it("follows the repository file's _extends as Probot does, beneath it and above the owner's file", async () => {
     const { gh, task } = await run((gh) => {
+      mockRepo(gh, 'shared-config', 'public');
+      mockRepo(gh, 'base-config', 'public');
       mockConfigFile(gh, {
         repo: 'shared-config',
         text: 'instructions: From shared-config.\n_extends: base-config\n',
@@ -139,8 +171,113 @@ describe('_extends', () => {
     ]);
   });
 
+  it('refuses, in a public repository, to extend a private one: its file is never fetched', async () => {
+    for (const [extend, target] of [
+      ['private-infra', 'private-infra'],
+      [`Codertocat/private-infra:deploy/passphrase.yml`, 'private-infra'],
+      ['gone', 'gone'],
+    ] as const) {
+      const { gh, task, last } = await run(
+        (gh) => mockRepo(gh, target, target === 'gone' ? undefined : 'private'),
+        `_extends: ${extend}\n`,
+      );
+      expect(task).toBeUndefined();
+      expect(gh.calls.filter((c) => c.includes(`/${target}/contents/`))).toEqual([]);
+      expect(last).toContain(
+        `\`.github/frognano.yml\` is not valid: .github/frognano.yml: \\_extends names Codertocat/${target}, which is not public: Codertocat/Hello-World is public, so it may extend only public repositories and the owner's .github repository. Fix the file, then retry.`,
+      );
+      await harness!.stop();
+      harness = undefined;
+    }
+  });
+
+  it('refuses a private repository named further down the chain, naming the file that named it', async () => {
+    const { gh, task, last } = await run((gh) => {
+      mockRepo(gh, 'shared-config', 'public');
+      mockConfigFile(gh, { repo: 'shared-config', text: '_extends: private-infra\n' });
+      mockRepo(gh, 'private-infra', 'private');
+    }, '_extends: shared-config\n');
+    expect(task).toBeUndefined();
+    expect(gh.calls.filter((c) => c.includes('/private-infra/contents/'))).toEqual([]);
+    expect(last).toContain(
+      "the configuration could not be used: Codertocat/shared-config:.github/frognano.yml: \\_extends names Codertocat/private-infra, which is not public: Codertocat/Hello-World is public, so it may extend only public repositories and the owner's .github repository.",
+    );
+  });
+
+  it("follows the owner's .github repository whatever its visibility, without asking it", async () => {
+    const { gh, task } = await run((gh) => {
+      mockConfigFile(gh, { repo: '.github', status: 404 });
+      mockConfigFile(gh, {
+        repo: '.github',
+        path: 'presets/python.yml',
+        text: 'instructions: From the org preset.\n',
+      });
+    }, '_extends: .github:presets/python.yml\n');
+    expect(task).toMatch(/\n\nFrom the org preset\.$/);
+    expect(gh.calls).not.toContain('GET /repos/Codertocat/.github');
+  });
+
+  it('lets a private repository extend a private one, and quotes nothing of its file', async () => {
+    const { gh, task, last } = await run(
+      (gh) =>
+        mockConfigFile(gh, {
+          repo: 'private-infra',
+          path: 'deploy/passphrase.yml',
+          text: `${SECRET}\n`,
+        }),
+      '_extends: private-infra:deploy/passphrase.yml\n',
+      'private',
+    );
+    expect(task).toBeUndefined();
+    expect(gh.calls).not.toContain('GET /repos/Codertocat/private-infra');
+    expect(last).toContain(
+      'the configuration could not be used: Codertocat/private-infra:deploy/passphrase.yml, line 1: must be a mapping of keys',
+    );
+    expect(last).not.toContain('correct');
+  });
+
+  it('asks GitHub for the running repository when the run does not carry its visibility', async () => {
+    const { gh, task } = await run(
+      (gh) => {
+        mockRepo(gh, 'Hello-World', 'private');
+        mockConfigFile(gh, { repo: 'private-infra', text: 'instructions: From private-infra.\n' });
+        mockConfigFile(gh, { repo: '.github', status: 404 });
+      },
+      '_extends: private-infra\n',
+      'untold',
+    );
+    expect(task).toMatch(/\n\nFrom private-infra\.$/);
+    expect(gh.calls).not.toContain('GET /repos/Codertocat/private-infra');
+  });
+
+  it('lets an internal repository extend an internal one but not a private one', async () => {
+    const internal = await run(
+      (gh) => {
+        mockRepo(gh, 'inner-config', 'internal');
+        mockConfigFile(gh, { repo: '.github', status: 404 });
+        mockConfigFile(gh, { repo: 'inner-config', text: 'instructions: From inner-config.\n' });
+      },
+      '_extends: inner-config\n',
+      'internal',
+    );
+    expect(internal.task).toMatch(/\n\nFrom inner-config\.$/);
+    await harness!.stop();
+    harness = undefined;
+    const { task, last } = await run(
+      (gh) => mockRepo(gh, 'private-infra', 'private'),
+      '_extends: private-infra\n',
+      'internal',
+    );
+    expect(task).toBeUndefined();
+    expect(last).toContain(
+      "\\_extends names Codertocat/private-infra, which is private: Codertocat/Hello-World is internal, so it may extend only public or internal repositories and the owner's .github repository.",
+    );
+  });
+
   it('names a loop of _extends in one line', async () => {
     const { task, last } = await run((gh) => {
+      mockRepo(gh, 'a', 'public');
+      mockRepo(gh, 'b', 'public');
       mockConfigFile(gh, { repo: 'a', text: '_extends: b\n' });
       mockConfigFile(gh, { repo: 'b', text: '_extends: a\n' });
     }, '_extends: a\n');

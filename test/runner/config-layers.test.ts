@@ -52,15 +52,64 @@ describe('mergeConfigLayers', () => {
     });
   });
 
-  it('names the bad file and key, as for the repository file', () => {
-    expect(() => configLayer({ ...org, text: 'max_stepz: 5\n' })).toThrow(
+  it('names the bad file, line and key of a file from another repository', () => {
+    expect(() => configLayer({ ...org, text: 'test: x\nmax_stepz: 5\n' })).toThrow(
       new RepoConfigError(
-        'acme/.github:.github/frognano.yml: unknown key "max_stepz", did you mean "max_steps"? (expected one of: image, setup, test, network, instructions, instructions_files, max_steps, timeout_minutes, attempts, blocked_paths, _extends)',
+        'acme/.github:.github/frognano.yml, line 2: an unknown key, did you mean "max_steps"? (expected one of: image, setup, test, network, instructions, instructions_files, max_steps, timeout_minutes, attempts, blocked_paths, _extends)',
       ),
     );
     expect(() => configLayer({ ...org, text: `test: "${'x'.repeat(70_000)}"` })).toThrow(
       'acme/.github:.github/frognano.yml: is 70008 bytes, at most 65536 allowed',
     );
+  });
+});
+
+describe('a file fetched from another repository', () => {
+  const secret = 'correct-horse-battery-staple';
+  const fetched = { name: 'acme/private-infra:deploy/passphrase.yml' };
+
+  it.each([
+    [
+      `${secret}\n`,
+      'acme/private-infra:deploy/passphrase.yml, line 1: must be a mapping of keys (image, setup, test, network, instructions, instructions_files, max_steps, timeout_minutes, attempts, blocked_paths, _extends) to values',
+    ],
+    [
+      `# deploy\nimage: "${secret} x"\n`,
+      'acme/private-infra:deploy/passphrase.yml, line 2: image must be an image name without spaces',
+    ],
+    [
+      `max_steps: ${secret}\n`,
+      'acme/private-infra:deploy/passphrase.yml, line 1: max_steps must be a positive integer',
+    ],
+    [
+      `setup: [make, [${secret}]]\n`,
+      'acme/private-infra:deploy/passphrase.yml, line 1: setup[1] must be a non-empty command',
+    ],
+    [
+      `${secret}: yes\n`,
+      'acme/private-infra:deploy/passphrase.yml, line 1: an unknown key (expected one of: image, setup, test, network, instructions, instructions_files, max_steps, timeout_minutes, attempts, blocked_paths, _extends)',
+    ],
+    [
+      // The parser would say "Invalid escape sequence \q": its words can quote the file.
+      `test: "${secret}\\q"\n`,
+      'acme/private-infra:deploy/passphrase.yml: invalid YAML at line 1, column 36: bad dq escape',
+    ],
+  ])('never quotes what it holds: %j', (text, expected) => {
+    let message = '';
+    try {
+      configLayer({ ...fetched, text });
+    } catch (error) {
+      expect(error).toBeInstanceOf(RepoConfigError);
+      message = (error as Error).message;
+    }
+    expect(message).toBe(expected);
+    expect(message).not.toContain('correct');
+  });
+
+  it("still quotes the repository's own file, which its writers see anyway", () => {
+    expect(() =>
+      configLayer({ name: '.github/frognano.yml', text: `max_steps: ${secret}\n` }),
+    ).toThrow(`.github/frognano.yml: max_steps must be a positive integer (got "${secret}")`);
   });
 });
 

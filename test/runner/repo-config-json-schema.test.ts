@@ -28,5 +28,8 @@ describe('schema/frognano.schema.json', () => {
       ['shared', 'Acme/shared', 'acme/shared:ci/frognano.yaml'].every((e) => extend.test(e)),
     ).toBe(true);
     expect(extend.test('not a repo')).toBe(false);
+    const image = new RegExp(schema.properties.image!.pattern!);
+    expect(['python:3.12', 'ghcr.io/acme/sandbox:1'].every((i) => image.test(i))).toBe(true);
+    expect(['b', 'sha256:6399', 'python 3'].some((i) => image.test(i))).toBe(false);
   });
 });

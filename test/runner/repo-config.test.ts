@@ -140,6 +140,35 @@ describe('loadRepoConfig', () => {
     expect(await errorOf(config)).toContain(expected);
   });
 
+  it.each([
+    // Docker resolves a short hex prefix of an image id (one digit will do) and `sha256:` ids.
+    'b',
+    '6399ab10',
+    '6399ab101dcb665a2cb4aa3367599d4c8868e7528f987efe29a1f13fb59aebba',
+    'sha256:6399ab101dcb665a2cb4aa3367599d4c8868e7528f987efe29a1f13fb59aebba',
+    'sha256:6399',
+    'Python:3',
+    'python:',
+    'python@sha256:abc',
+  ])('refuses image %j: a repository names an image, never an id', async (image) => {
+    const got = image.length > 58 ? `${JSON.stringify(image).slice(0, 57)}...` : `"${image}"`;
+    expect(await errorOf(`image: "${image}"\n`)).toBe(
+      `.github/frognano.yml: image must name an image (name, name:tag, registry/name:tag or name@sha256:<64 hex digits>), not an image id or id prefix (got ${got})`,
+    );
+  });
+
+  it.each([
+    'python',
+    'python:3.12-slim',
+    'ghcr.io/acme/sandbox:1',
+    'localhost:5000/acme/sandbox',
+    'deadbeef:latest',
+    `python@sha256:${'a'.repeat(64)}`,
+    `python:3.12@sha256:${'a'.repeat(64)}`,
+  ])('accepts image %j, a reference by name', async (image) => {
+    expect((await loadRepoConfig(tree(`image: "${image}"\n`))).image).toBe(image);
+  });
+
   it('reports YAML syntax errors with their position', async () => {
     expect(await errorOf('setup: [make\ntest: x')).toMatch(
       /^\.github\/frognano\.yml: invalid YAML at line \d+, column \d+: /,

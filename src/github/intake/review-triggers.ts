@@ -3,6 +3,7 @@
 // comment; `/frognano cancel` on the PR. Whether the PR is one this App opened is asked later,
 // through the API, after the sender's permission (intake.ts).
 import { z } from 'zod';
+import { visibilityOf } from '../job.js';
 import { isBot, parseCommand } from './parse-command.js';
 import type { TriggerDecision, TriggerTarget } from './trigger-types.js';
 
@@ -12,6 +13,8 @@ const Repository = z.object({
   name: z.string(),
   owner: z.object({ login: z.string() }),
   default_branch: z.string().optional(),
+  private: z.boolean().optional(),
+  visibility: z.string().optional(),
 });
 
 const PullRequest = z.object({
@@ -165,6 +168,7 @@ function gatePull(
     issueTitle: pull.title,
     issueBody: '',
     defaultBranch: p.repository.default_branch,
+    ...visibilityOf(p.repository),
     sender: { login: p.sender.login, id: p.sender.id },
     commentId: trigger.commentId,
     commentKind: trigger.trigger === 'review_comment' ? 'review_comment' : 'issue',

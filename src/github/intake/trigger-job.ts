@@ -19,6 +19,7 @@ export function jobFor(
     // A follow-up's issue text is the original issue, recorded when that was published.
     issueText: decision.review ? '' : `${decision.issueTitle}\n\n${decision.issueBody}`,
     defaultBranch: decision.defaultBranch,
+    ...(decision.visibility ? { visibility: decision.visibility } : {}),
     sender: decision.sender,
     source: decision.source,
     guidance: decision.guidance,

@@ -1,5 +1,6 @@
 // The shapes a webhook becomes once filtered (triggers.ts, review-triggers.ts): one file, so the
 // two readers of events share them without importing each other.
+import type { RepoVisibility } from '../job.js';
 
 /** Everything later stages need about the issue and the person who triggered us. */
 export interface TriggerTarget {
@@ -10,6 +11,8 @@ export interface TriggerTarget {
   issueTitle: string;
   issueBody: string;
   defaultBranch?: string;
+  /** The repository's visibility, as the payload says it (absent when it does not). */
+  visibility?: RepoVisibility;
   sender: { login: string; id: number };
   /** The triggering comment (reactions go there); absent for labels (reactions go on the issue). */
   commentId?: number;

@@ -2,6 +2,7 @@
 // one, refuse politely, or ignore. The permission check happens later, through the API.
 import { z } from 'zod';
 import { decideReviewTrigger } from './review-triggers.js';
+import { visibilityOf } from '../job.js';
 import { isBot, parseCommand } from './parse-command.js';
 import type { TriggerDecision, TriggerTarget } from './trigger-types.js';
 
@@ -25,6 +26,8 @@ const Repository = z.object({
   full_name: z.string().optional(),
   owner: z.object({ login: z.string() }),
   default_branch: z.string().optional(),
+  private: z.boolean().optional(),
+  visibility: z.string().optional(),
 });
 
 const Common = {
@@ -126,6 +129,7 @@ function gateUse(p: IssueCommentPayload, attempt: number | undefined): TriggerDe
     issueTitle: p.issue.title,
     issueBody: p.issue.body ?? '',
     defaultBranch: p.repository.default_branch,
+    ...visibilityOf(p.repository),
     sender: { login: p.sender.login, id: p.sender.id },
     commentId: p.comment.id,
   };
@@ -149,6 +153,7 @@ function gate(
     issueTitle: p.issue.title,
     issueBody: p.issue.body ?? '',
     defaultBranch: p.repository.default_branch,
+    ...visibilityOf(p.repository),
     sender: { login: p.sender.login, id: p.sender.id },
     commentId,
   };

@@ -43,6 +43,8 @@ export interface Prepared {
   /** The repository's instruction files (sanitized, capped), after the config's `instructions`. */
   instructionTexts: string[];
   image: string;
+  /** `image` is the repository's `image:` (not the operator's or the caller's). */
+  imageNamedByRepo?: boolean;
   /** Absent for the local sandbox. */
   docker?: Docker;
   /** Setup may reach the network (`network: setup`, and there is setup). */
@@ -104,6 +106,7 @@ export async function configure(run: RunContext, workspace: Workspace): Promise<
       attempts,
       ...(test ? { test } : {}),
       image,
+      imageNamedByRepo: request.overrides?.image === undefined && config.image !== undefined,
       ...(request.sandbox === 'docker' ? { docker: deps.docker ?? connectDocker(env) } : {}),
       setupNetwork: config.network === 'setup' && config.setup.length > 0,
       snapshotsOn:

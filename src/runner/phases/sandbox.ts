@@ -22,6 +22,7 @@ import {
   snapshotTag,
 } from '../../sandbox/snapshot-cache.js';
 import { withTestbedPaths } from '../../sandbox/testbed-paths.js';
+import { shellQuote } from '../../shell-quote.js';
 import { combined, errorText, tail } from '../command-output.js';
 import type { RunContext } from '../run-context.js';
 import type { RunRequest } from '../run-types.js';
@@ -56,11 +57,12 @@ export async function startSandbox(
     started.sandbox = await startLocal(run, workspace.treeDir);
     return;
   }
-  const baseImageId = await baseImage(docker, prepared.image);
+  const baseImageId = await baseImage(docker, prepared.image, prepared.imageNamedByRepo === true);
   if (prepared.snapshotsOn) started.snapshot = await lookUpSnapshot(run, prepared, baseImageId);
   const created = await startDocker(run, prepared, docker, started.snapshot);
   started.sandbox = track(run, created);
   if (started.snapshot?.hitImage !== undefined) await refreshTree(run, created);
+  else await emptyWorkdir(run, created, prepared.image);
   await created.copyIn(workspace.treeDir);
 }
 
@@ -142,6 +144,23 @@ async function refreshTree(run: RunContext, sandbox: DockerSandbox): Promise<voi
   }
 }
 
+/**
+ * A base image's own /testbed (whatever another tree left in it) must never mix with this one:
+ * the workdir starts empty, or the image is refused.
+ */
+async function emptyWorkdir(run: RunContext, sandbox: DockerSandbox, image: string): Promise<void> {
+  const dir = shellQuote(sandbox.workdir);
+  const emptied = await sandbox.exec(
+    `cd ${dir} && find . -mindepth 1 -delete 2>/dev/null; cd ${dir} && [ -z "$(ls -A)" ]`,
+    { timeoutMs: 120_000, signal: run.signal },
+  );
+  if (emptied.exitCode !== 0) {
+    throw new Error(
+      `sandbox image ${image} has files in ${sandbox.workdir} the sandbox user cannot remove: use an image whose ${sandbox.workdir} is empty or absent`,
+    );
+  }
+}
+
 // The host directory of a local sandbox, for copies of its prepared tree.
 const localSources = new WeakMap<Sandbox, string>();
 
@@ -154,15 +173,29 @@ function track<S extends Sandbox>(run: RunContext, sandbox: S): S {
   return sandbox;
 }
 
-/** The base image's id; a setup snapshot is refused as a base (it is picked only by its key). */
-async function baseImage(docker: Docker, image: string): Promise<string> {
+/**
+ * The base image's id; a setup snapshot is refused as a base (it is picked only by its key), and
+ * so is any image a run made when a repository names it.
+ */
+async function baseImage(docker: Docker, image: string, namedByRepo: boolean): Promise<string> {
   try {
     const info = await docker.getImage(image).inspect();
+    const labels = info.Config?.Labels ?? {};
     // A setup snapshot holds what one repository's setup made (its private dependencies,
     // whatever setup fetched); it is only ever picked by its own key, never by name.
-    if (info.Config?.Labels?.[SNAPSHOT_LABEL] === '1') {
+    if (labels[SNAPSHOT_LABEL] === '1') {
       throw new Error(
         `sandbox image ${image} is a frognano setup snapshot; name a base image instead (snapshots are used only by their own repository's runs)`,
+      );
+    }
+    // Every image a run commits (attempt bases, setup images) carries our labels and holds
+    // some repository's tree: another repository must not start from it.
+    const ours = Object.keys(labels)
+      .filter((label) => label.startsWith('frognano.'))
+      .sort();
+    if (namedByRepo && ours[0] !== undefined) {
+      throw new Error(
+        `sandbox image ${image} was made by frognano (it carries the label ${ours[0]}): a repository may name only base images, never an image a run made`,
       );
     }
     return info.Id;
