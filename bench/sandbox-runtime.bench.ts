@@ -29,7 +29,7 @@ function suite(): Record<string, string> {
     files[`tests/test_f${f}.py`] =
       `import subprocess\nfrom calc import add\n\n\n${tests.join('\n\n')}`;
   }
-  files['calc.py'] = 'def add(a, b):\n    return a + b\n';
+  files['calc.py'] = 'def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n';
   files['pytest.ini'] = '[pytest]\naddopts = -q -p no:cacheprovider\npythonpath = .\n';
   return files;
 }
