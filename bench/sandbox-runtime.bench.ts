@@ -36,35 +36,33 @@ function suite(): Record<string, string> {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-async function measure(runtime: string, repoDir: string): Promise<Record<string, number>> {
-  const docker = connectDocker();
-  const log = pino({ level: 'silent' });
-  const times: Record<string, number[]> = { start: [], pytest: [], 'Read round trip': [] };
-  for (let i = 0; i < RUNS; i++) {
-    let t = performance.now();
-    const sandbox = await createDockerSandbox({
-      runId: `bench-runtime-${Date.now()}`,
-      docker,
-      logger: log,
-      runtime,
-    });
-    times.start!.push(performance.now() - t);
-    try {
-      await sandbox.copyIn(repoDir);
-      t = performance.now();
-      const ran = await sandbox.exec('python3 -m pytest', { timeoutMs: 600_000 });
-      times.pytest!.push(performance.now() - t);
-      if (ran.exitCode !== 0)
-        throw new Error(`pytest failed under ${runtime}: ${ran.stdout.toString().slice(-300)}`);
-      t = performance.now();
-      for (let k = 0; k < 20; k++)
-        await executeTool(sandbox, 'Read', JSON.stringify({ file_path: 'calc.py' }));
-      times['Read round trip']!.push((performance.now() - t) / 20);
-    } finally {
-      await sandbox.dispose();
-    }
+type Times = Record<string, number[]>;
+
+/** One run under `runtime`, its times added to `times`. */
+async function measureOnce(runtime: string, repoDir: string, times: Times): Promise<void> {
+  const add = (what: string, ms: number) => (times[what] ??= []).push(ms);
+  let t = performance.now();
+  const sandbox = await createDockerSandbox({
+    runId: `bench-runtime-${Date.now()}`,
+    docker: connectDocker(),
+    logger: pino({ level: 'silent' }),
+    runtime,
+  });
+  add('start', performance.now() - t);
+  try {
+    await sandbox.copyIn(repoDir);
+    t = performance.now();
+    const ran = await sandbox.exec('python3 -m pytest', { timeoutMs: 600_000 });
+    add('pytest', performance.now() - t);
+    if (ran.exitCode !== 0)
+      throw new Error(`pytest failed under ${runtime}: ${ran.stdout.toString().slice(-300)}`);
+    t = performance.now();
+    for (let k = 0; k < 20; k++)
+      await executeTool(sandbox, 'Read', JSON.stringify({ file_path: 'calc.py' }));
+    add('Read round trip', (performance.now() - t) / 20);
+  } finally {
+    await sandbox.dispose();
   }
-  return Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]));
 }
 
 export default async function run(): Promise<void> {
@@ -85,11 +83,16 @@ export default async function run(): Promise<void> {
   const root = mkdtempSync(path.join(tmpdir(), 'bench-runtime-'));
   try {
     const repo = createPythonRepo(root, suite());
-    const runc = await measure(RUNC_RUNTIME, repo.dir);
-    const gvisor = await measure(GVISOR_RUNTIME, repo.dir);
+    // Interleaved, so a machine busy with something else weighs on both alike.
+    const runc: Times = {};
+    const gvisor: Times = {};
+    for (let i = 0; i < RUNS; i++) {
+      await measureOnce(RUNC_RUNTIME, repo.dir, runc);
+      await measureOnce(GVISOR_RUNTIME, repo.dir, gvisor);
+    }
     console.log(`pytest: ${FILES * TESTS_PER_FILE + 2} tests; median of ${RUNS} runs each`);
     for (const what of Object.keys(runc)) {
-      const [a, b] = [runc[what]!, gvisor[what]!];
+      const [a, b] = [median(runc[what]!), median(gvisor[what]!)];
       console.log(
         `${what.padEnd(16)} runc ${a.toFixed(0).padStart(6)} ms  gVisor ${b.toFixed(0).padStart(6)} ms  gVisor/runc ${(b / a).toFixed(2)}x`,
       );
