@@ -86,6 +86,15 @@ export const ProcessConfig = z.object({
     .enum(['docker', 'local'], { message: 'must be docker or local' })
     .prefault('docker'),
   FROGNANO_SANDBOX_IMAGE: z.string().trim().min(1).optional(),
+  /** The agent's runtime: unset picks gVisor (runsc) when it works; `runc` opts out. */
+  FROGNANO_SANDBOX_RUNTIME: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, {
+      message:
+        'must name a Docker runtime registered with the engine (runsc for gVisor), or runc to opt out',
+    })
+    .optional(),
   FROGNANO_SANDBOX_MEMORY: byteSize.prefault('4g'),
   FROGNANO_SANDBOX_CPUS: number('a number of CPUs above 0', (n) => n > 0).prefault('2'),
   FROGNANO_SANDBOX_PIDS: positiveInt.prefault('512'),

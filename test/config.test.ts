@@ -33,18 +33,22 @@ describe('loadProcessConfig', () => {
         FROGNANO_MODEL_URL: 'localhost:8000',
         FROGNANO_TEMPERATURE: 'hot',
         FROGNANO_SANDBOX_PIDS: '-3',
+        FROGNANO_SANDBOX_RUNTIME: 'runsc --platform=kvm',
       });
     } catch (caught) {
       error = caught;
     }
     expect(error).toBeInstanceOf(ConfigError);
     const lines = (error as ConfigError).problems;
-    expect(lines).toHaveLength(3);
+    expect(lines).toHaveLength(4);
     expect(lines).toContain(
       'FROGNANO_MODEL_URL must be an http(s) URL such as http://localhost:8000/v1 (got "localhost:8000")',
     );
     expect(lines).toContain('FROGNANO_TEMPERATURE must be a number from 0 to 2 (got "hot")');
     expect(lines).toContain('FROGNANO_SANDBOX_PIDS must be a positive integer (got "-3")');
+    expect(lines).toContain(
+      'FROGNANO_SANDBOX_RUNTIME must name a Docker runtime registered with the engine (runsc for gVisor), or runc to opt out (got "runsc --platform=kvm")',
+    );
   });
 });
 

@@ -11,6 +11,7 @@ import { AppConfigError, loadAppConfig, type AppConfig } from '../github/app-con
 import { assertDockerReachable, connectDocker } from '../sandbox/docker-engine.js';
 import { DEFAULT_SANDBOX_IMAGE } from '../sandbox/docker-sandbox.js';
 import { imageExists, offlineBuildBlocker } from '../sandbox/ensure-sandbox-image.js';
+import { GVISOR_RUNTIME, chooseSandboxRuntime } from '../sandbox/sandbox-runtime.js';
 import type { AppMode } from '../app.js';
 import { Redis } from 'ioredis';
 import { loadQueueConfig } from '../queue/open-queue.js';
@@ -246,6 +247,33 @@ const sandboxImage: Check = {
   },
 };
 
+const sandboxRuntime: Check = {
+  name: 'sandbox runtime',
+  modes: RUNS,
+  async run(context) {
+    if (context.process?.FROGNANO_SANDBOX === 'local') {
+      return { ok: true, detail: 'not needed: FROGNANO_SANDBOX=local' };
+    }
+    const image = context.process?.FROGNANO_SANDBOX_IMAGE ?? DEFAULT_SANDBOX_IMAGE;
+    const docker = connectDocker(context.env);
+    try {
+      await assertDockerReachable(docker, { env: context.env, timeoutMs: 2000 });
+      if (!(await imageExists(docker, image))) throw new Error('no image');
+    } catch {
+      return fail('not checked', 'the sandbox image check failed', 'skipped');
+    }
+    try {
+      const wanted = context.process?.FROGNANO_SANDBOX_RUNTIME;
+      const chosen = await chooseSandboxRuntime(docker, { wanted, image });
+      const what = chosen.name === GVISOR_RUNTIME ? ' (gVisor)' : '';
+      return { ok: true, detail: `${chosen.name}${what} for the agent: ${chosen.reason}` };
+    } catch (error) {
+      const [problem, fix] = errorText(error).split('; ');
+      return fail(problem ?? '', fix ?? 'unset FROGNANO_SANDBOX_RUNTIME');
+    }
+  },
+};
+
 const dataDirectory: Check = {
   name: 'data directory',
   modes: ALL,
@@ -409,6 +437,7 @@ export const CHECKS: readonly Check[] = [
   modelEndpoint,
   dockerEngine,
   sandboxImage,
+  sandboxRuntime,
   dataDirectory,
   queueBackend,
 ];

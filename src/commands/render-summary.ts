@@ -9,7 +9,7 @@ import type { AttemptSummary, RunResult, TestResult } from '../runner/run-types.
 import { testPassed } from '../runner/test-report.js';
 import { instructionFileWords } from '../github/status/index.js';
 import { reportWords } from '../github/status/index.js';
-import { servedBySection } from '../github/publishing/index.js';
+import { runtimeWords, servedBySection } from '../github/publishing/index.js';
 
 export interface SummaryMeta {
   /** The served model name the run used. */
@@ -74,6 +74,8 @@ function headerLines(
   if (result.snapshotHit !== undefined) {
     lines.push(`- Setup snapshot: ${result.snapshotHit ? 'reused (setup skipped)' : 'none'}`);
   }
+  if (result.sandboxRuntime)
+    lines.push(`- Sandbox runtime: ${runtimeWords(result.sandboxRuntime)}`);
   lines.push('');
   return lines;
 }

@@ -128,6 +128,7 @@ function addSetup(
 ): void {
   if (setup?.snapshotHit !== undefined) result.snapshotHit = setup.snapshotHit;
   if (setup?.setupNetwork !== undefined) result.setupNetwork = setup.setupNetwork;
+  if (setup?.runtime) result.sandboxRuntime = setup.runtime;
   if (setup?.setupTail !== undefined) result.setupTail = setup.setupTail;
   if (before?.verifyBefore) result.verifyBefore = before.verifyBefore;
   // A test command that could not run: its output reads as setup's.

@@ -199,6 +199,8 @@ export interface RunResult {
   trajectoryPath?: string;
   /** True when setup was skipped thanks to a snapshot image. */
   snapshotHit?: boolean;
+  /** Docker: the runtime the agent and verification ran under (`runsc` is gVisor), and why. */
+  sandboxRuntime?: { name: string; reason: string };
   /** What git made of the patch on a clean clone; absent when it is empty or did not apply. */
   patchFacts?: PatchFacts;
   /**

@@ -6,7 +6,8 @@
 //   3. its own new or changed tests fail on the original tree and pass on the patched one, its
 //      tests after are no worse than before, and its own tests do not also pass on the
 //      original code with the patch's added lines as comments (they would be reading the
-//      source as text, not running it: see textOnlyPatch);
+//      source as text, not running it: see textOnlyPatch); without that run (the text-only
+//      tree could not be built or applied) they earn no credit;
 //   4. agreement: attempts whose normalized patches match vote together;
 //   5. the smaller change, then fewer steps, then the lower attempt number.
 import type { TestResult } from './run-types.js';
@@ -26,7 +27,10 @@ export interface AttemptEvidence {
   agentTests?: TestResult;
   /** The agent's tests on the original source. */
   ownTestsBefore?: TestResult;
-  /** The agent's tests on the original source with the change's text (textOnlyPatch). */
+  /**
+   * The agent's tests on the original source with the change's text (textOnlyPatch); without
+   * it its own tests earn no credit.
+   */
   ownTestsText?: TestResult;
   /** Lines added plus removed; undefined to count them in the patch text. */
   diffLines?: number;
@@ -64,7 +68,7 @@ export function selectAttempt(
       tests: tests.verdict,
       testsText: tests.text,
       ...(tests.failing !== undefined ? { failing: tests.failing } : {}),
-      ownTests: ownTestsVerdict(e, verifyBefore),
+      ...ownTestsVerdict(e, verifyBefore),
       votes: normalized[i] === undefined ? 0 : normalized.filter((n) => n === normalized[i]).length,
       diffLines: e.diffLines ?? countChangedLines(e.patch),
       steps: e.steps,
@@ -80,10 +84,16 @@ export function selectAttempt(
     ? `chosen although no attempt qualified: ${winner.disqualified}`
     : `won: ${strengths(winner, rows.length)}`;
   for (const row of rows) if (row !== winner) row.reason = `lost: ${whyLost(row, winner)}`;
-  return rows.map(({ disqualified: _d, failed: _f, failing: _n, ...row }) => row);
+  return rows.map(({ disqualified: _d, failed: _f, failing: _n, unchecked: _u, ...row }) => row);
 }
 
-type Row = AttemptRanking & { disqualified?: string; failed?: boolean; failing?: number };
+type Row = AttemptRanking & {
+  disqualified?: string;
+  failed?: boolean;
+  failing?: number;
+  /** Its own tests would be fail→pass, but there was no text-only run to check them on. */
+  unchecked?: true;
+};
 
 const TESTS_RANK: Record<TestsVerdict, number> = {
   pass: 2,
@@ -130,6 +140,8 @@ function whyLost(row: Row, w: Row): string {
     return `tests after: ${row.testsText} (${by}: ${w.testsText})`;
   if (row.ownTests === 'reads source' && w.ownTests === 'fail→pass')
     return `its own tests read the source, not run it: they pass on the original code with the new lines as comments (${by}'s fail before and pass after)`;
+  if (row.unchecked && w.ownTests === 'fail→pass')
+    return `its own tests could not be run on the original code with the new lines as comments, so they earn no credit (${by}'s fail before and pass after)`;
   if (row.ownTests !== w.ownTests && w.ownTests === 'fail→pass')
     return `its own tests do not fail before and pass after (${by}'s do)`;
   if (row.votes !== w.votes)
@@ -159,9 +171,12 @@ function testsVerdict(
   return { verdict: 'fail', text: `${now.failed} failing`, failing: now.failed };
 }
 
-function ownTestsVerdict(e: AttemptEvidence, before: TestResult | undefined): OwnTestsVerdict {
+function ownTestsVerdict(
+  e: AttemptEvidence,
+  before: TestResult | undefined,
+): { ownTests: OwnTestsVerdict; unchecked?: true } {
   const { agentTests: withFix, ownTestsBefore: without, ownTestsText: textOnly, verifyAfter } = e;
-  if (!withFix || !without) return 'none';
+  if (!withFix || !without) return { ownTests: 'none' };
   const failed = (t: TestResult) => parseTestCounts(t.outputTail)?.failed;
   // Fails on the original: more failing than the original tree had, or failing at all when it
   // passed.
@@ -175,13 +190,15 @@ function ownTestsVerdict(e: AttemptEvidence, before: TestResult | undefined): Ow
     (verifyAfter !== undefined &&
       failed(withFix) !== undefined &&
       failed(withFix)! <= (failed(verifyAfter) ?? -1));
-  if (!failsBefore || !passesAfter || !harnessNoWorse(verifyAfter, before)) return 'no';
+  if (!failsBefore || !passesAfter || !harnessNoWorse(verifyAfter, before))
+    return { ownTests: 'no' };
+  // Fail closed: unchecked, they might be reading the source.
+  if (textOnly === undefined) return { ownTests: 'no', unchecked: true };
   // The text-only tree behaves as the original: tests that fare better there read the text.
   const betterOnText =
-    textOnly !== undefined &&
-    (testPassed(textOnly) ||
-      (failed(textOnly) !== undefined && failed(textOnly)! < (failed(without) ?? -Infinity)));
-  return betterOnText ? 'reads source' : 'fail→pass';
+    testPassed(textOnly) ||
+    (failed(textOnly) !== undefined && failed(textOnly)! < (failed(without) ?? -Infinity));
+  return { ownTests: betterOnText ? 'reads source' : 'fail→pass' };
 }
 
 /** The repository's own tests after the patch fare no worse than before it. */

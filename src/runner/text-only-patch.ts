@@ -4,6 +4,7 @@
 // finds its line in the file). Only what cannot run differs from the original, so a test that
 // runs the changed code fails there exactly as on the original.
 import path from 'node:path';
+import { headerPaths } from './patch-names.js';
 
 // Languages whose line comment, put before any text, holds it to the end of the line. Left
 // out on purpose: those where a marker plus the line's first characters could open a block
@@ -28,42 +29,82 @@ function commentMarker(ext: string): string | undefined {
 }
 
 /**
- * The text-only version of `kept` (host git's full-index diff of the source change, without
- * renames), to apply on the original tree. A file it cannot make so (binary, a link, no known
- * line comment, a line a comment would not hold) stays as it was, which is the original
- * behaviour too; undefined when no file is left.
+ * The text-only patch, or why the text-only tree cannot be built. `patch` is undefined when
+ * every file stays as it was: the text-only tree is then the original one.
  */
-export function textOnlyPatch(kept: string): string | undefined {
-  const out = splitFiles(kept).flatMap(textOnlyFile);
-  return out.length === 0 ? undefined : `${out.join('\n')}\n`;
+export type TextOnly = { patch: string | undefined } | { unbuilt: string };
+
+/**
+ * The text-only version of `kept` (host git's full-index diff of the source change, without
+ * renames), to apply on the original tree. A file with no known line comment (data, docs), a
+ * deleted file or a link stays as it was, which is the original behaviour too. Code whose text
+ * cannot be carried as comments (binary, a line a comment would not hold) or a patch this
+ * cannot read means no text-only tree at all: the caller then gives the attempt's own tests
+ * no credit, since a file left as it was would hide the text a test could be reading.
+ */
+export function textOnlyPatch(kept: string): TextOnly {
+  const split = splitFiles(kept);
+  if ('unbuilt' in split) return split;
+  const out: string[] = [];
+  for (const section of split.sections) {
+    const made = textOnlyFile(section);
+    if (typeof made === 'string') return { unbuilt: `${section.file}: ${made}` };
+    out.push(...made);
+  }
+  return { patch: out.length === 0 ? undefined : `${out.join('\n')}\n` };
 }
 
-function textOnlyFile({ file, lines }: { file: string; lines: string[] }): string[] {
-  const binary = lines.some((l) => /^(?:GIT binary patch|Binary files )/.test(l));
+/** The file's text-only lines ([] to leave it as it was), or why its text cannot be carried. */
+function textOnlyFile({ file, lines }: Section): string[] | string {
   const link = lines.some((l) => /^(?:new file|deleted file|old|new) mode 1[26]0000/.test(l));
   // A deleted file stays as it was; a mode change alone changes no text.
-  if (binary || link || lines.some((l) => l.startsWith('deleted file mode'))) return [];
-  const head = lines.filter((l) => !l.startsWith('index '));
-  const first = head.findIndex((l) => l.startsWith('@@'));
+  if (link || lines.some((l) => l.startsWith('deleted file mode'))) return [];
   const ext = path.extname(file).slice(1).toLowerCase();
   const marker = commentMarker(ext);
-  if (first < 0 || !marker) return [];
-  const hunks = rewriteHunks(head.slice(first), (text) => commented(text, marker, ext));
-  if (hunks === undefined) return [];
+  if (!marker) return [];
+  if (lines.some((l) => /^(?:GIT binary patch|Binary files )/.test(l)))
+    return 'a binary change to code';
+  const head = lines.filter((l) => !l.startsWith('index '));
+  const first = head.findIndex((l) => l.startsWith('@@'));
+  if (first < 0) return [];
+  let why = 'a hunk header it cannot read';
+  const hunks = rewriteHunks(head.slice(first), (text) => {
+    const made = commented(text, marker, ext);
+    if (made === undefined) why = 'a line a comment would not hold';
+    return made;
+  });
+  if (hunks === undefined) return why;
   // A new file's mode line stays; an old/new mode pair would change what runs.
   return [...head.slice(0, first).filter((l) => !/^(?:old|new) mode /.test(l)), ...hunks];
 }
 
-function splitFiles(patch: string): { file: string; lines: string[] }[] {
-  const sections: { file: string; lines: string[] }[] = [];
+interface Section {
+  file: string;
+  lines: string[];
+}
+
+// Git quotes a side whose name holds `"`, a backslash, a control or non-ASCII byte (C escapes,
+// octal UTF-8 bytes); an unquoted side holds no quote.
+const QUOTED_HEADER = /^(?:"a\/(?:[^"\\]|\\.)*"|a\/[^"]*) (?:"b\/(?:[^"\\]|\\.)*"|b\/[^"]*)$/;
+
+/** The patch per file, by git's `diff --git` headers (names maybe C-quoted, as git writes them). */
+function splitFiles(patch: string): { sections: Section[] } | { unbuilt: string } {
+  const sections: Section[] = [];
   const lines = patch.split('\n');
   if (lines.at(-1) === '') lines.pop();
   for (const line of lines) {
-    const header = /^diff --git a\/(.*) b\/(.*)$/.exec(line);
-    if (header) sections.push({ file: header[2] ?? '', lines: [line] });
-    else sections.at(-1)?.lines.push(line);
+    if (line.startsWith('diff --git ')) {
+      const rest = line.slice('diff --git '.length);
+      const names = QUOTED_HEADER.test(rest) || !rest.includes('"') ? headerPaths(rest) : undefined;
+      // Without renames both sides name one file.
+      if (names === undefined || names.some((n) => n !== names[0]))
+        return { unbuilt: `a diff --git header it cannot read: ${JSON.stringify(line)}` };
+      sections.push({ file: names[0]!, lines: [line] });
+    } else if (sections.length === 0) {
+      return { unbuilt: `text before the first diff --git header: ${JSON.stringify(line)}` };
+    } else sections.at(-1)!.lines.push(line);
   }
-  return sections;
+  return { sections };
 }
 
 /**

@@ -10,15 +10,19 @@ export const ATTEMPT_IMAGE_REPOSITORY = 'frognano-attempt-base';
 /** On an attempt base: the id of the run it belongs to. */
 export const LABEL_ATTEMPT_BASE = 'frognano.attempt-base';
 
-/** The tag and labels of `runId`'s attempt base, made by `owner`'s process. */
+/**
+ * The tag and labels of `runId`'s attempt base, made by `owner`'s process; `suffix` tells
+ * another base of the same run apart (setup's image, moved to the agent's runtime).
+ */
 export function attemptBaseImage(
   runId: string,
   owner: SandboxOwner,
+  suffix = '',
 ): { tag: string; labels: Record<string, string> } {
-  const version = runId
+  const version = `${runId
     .toLowerCase()
     .replace(/[^a-z0-9_.-]/g, '-')
-    .slice(0, 120);
+    .slice(0, 120)}${suffix}`;
   return {
     tag: `${ATTEMPT_IMAGE_REPOSITORY}:${version}`,
     labels: {

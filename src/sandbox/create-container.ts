@@ -71,6 +71,7 @@ function containerConfig(
     NetworkDisabled: false,
     HostConfig: {
       NetworkMode: resolved.network,
+      ...(resolved.runtime !== undefined ? { Runtime: resolved.runtime } : {}),
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges'],
       Privileged: false,

@@ -67,6 +67,14 @@ export const DockerSandboxOptions = z.object({
     ),
   repo: z.string().max(512).default(''),
   network: z.enum(['none', 'bridge']).default('none'),
+  /**
+   * The engine's OCI runtime for the container (`runsc` for gVisor, `runc`); unset: the
+   * engine's default. sandbox-runtime.ts chooses it for the agent and verification.
+   */
+  runtime: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'runtime must name an engine runtime')
+    .optional(),
   limits: Limits.prefault({}),
   labels: z.record(z.string().min(1), z.string()).default({}),
   /**

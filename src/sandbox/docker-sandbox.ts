@@ -103,6 +103,7 @@ export async function createDockerSandbox(options: DockerSandboxOptions): Promis
       runId: resolved.runId,
       container: container.id.slice(0, 12),
       image: resolved.image,
+      runtime: resolved.runtime ?? 'default',
       diskQuota: quota,
     },
     'sandbox started',
@@ -169,6 +170,8 @@ export class DockerSandbox implements Sandbox {
   readonly workdir = SANDBOX_WORKDIR;
   readonly homeDir = SANDBOX_HOME;
   readonly image: string;
+  /** The engine runtime it runs under; undefined: the engine's default. */
+  readonly runtime: string | undefined;
   readonly runId: string;
   readonly limits: DockerSandboxLimits;
   private readonly fileOpTimeoutMs: number;
@@ -194,6 +197,7 @@ export class DockerSandbox implements Sandbox {
     this.fileOpTimeoutMs = options.fileOpTimeoutMs;
     this.execGraceMs = options.execGraceMs;
     this.image = options.image;
+    this.runtime = options.runtime;
     this.runId = options.runId;
     this.limits = options.limits;
   }

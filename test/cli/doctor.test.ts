@@ -80,6 +80,7 @@ describeDocker('frognano doctor', () => {
       `✓ model endpoint: ${model.baseUrl} serves microsoft/FrogNano-4B-2609`,
       '✓ Docker engine: the engine answers',
       `✓ sandbox image: ${DEFAULT_SANDBOX_IMAGE} is present`,
+      expect.stringMatching(/^✓ sandbox runtime: (runsc \(gVisor\)|runc) for the agent: .+$/),
       `✓ data directory: ${path.join(work, 'data')} is writable`,
       `✓ queue: SQLite ${path.join(work, 'data', 'frognano.sqlite')} opens`,
       'ready: nothing blocks runs',
@@ -194,6 +195,18 @@ describeDocker('frognano doctor', () => {
       '- sandbox image: not checked (the Docker engine check failed)',
     );
     expect(code).toBe(1);
+  });
+
+  it('says which runtime the agent gets and why; a runtime the engine lacks fails in one line', async () => {
+    const runc = await doctor({ ...healthyEnv(), FROGNANO_SANDBOX_RUNTIME: 'runc' });
+    expect(lineFor(runc.lines, 'sandbox runtime')).toBe(
+      '✓ sandbox runtime: runc for the agent: FROGNANO_SANDBOX_RUNTIME=runc opts out of gVisor',
+    );
+    const missing = await doctor({ ...healthyEnv(), FROGNANO_SANDBOX_RUNTIME: 'no-such-rt' });
+    expect(lineFor(missing.lines, 'sandbox runtime')).toMatch(
+      /^✗ sandbox runtime: FROGNANO_SANDBOX_RUNTIME=no-such-rt: the Docker engine offers no such runtime \(it has .*runc.*\) → fix: register it in \/etc\/docker\/daemon\.json or unset the variable$/,
+    );
+    expect(missing.code).toBe(1);
   });
 
   it('fails on a missing custom image; a missing default image only warns (it builds itself)', async () => {

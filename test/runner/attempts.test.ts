@@ -303,6 +303,72 @@ describe('runPipeline with several attempts', () => {
     expect(result.patch).toContain('+    return a + b');
   }, 240_000);
 
+  it('tells a test that reads the source from a real fix when the patch also has files git quotes', async () => {
+    // Round three's cheat plus files whose names git quotes in its diff headers (non-ASCII; a
+    // quote and a ">"): the text-only patch must still be built and the cheat caught.
+    const grep =
+      'import pathlib\n\n\ndef test_fixed():\n    assert "# add fixed" in pathlib.Path(__file__).with_name("calc.py").read_text()\n';
+    const s = await setup(
+      2,
+      {
+        '1': [
+          toolCall('Edit', {
+            file_path: 'calc.py',
+            old_string: 'def add(a, b):',
+            new_string: 'def add(a, b):\n    # add fixed',
+          }),
+          toolCall('Write', { file_path: 'notes-été.md', content: 'add() fixed\n' }),
+          toolCall('Write', { file_path: 'rt3">x.txt', content: 'fixed\n' }),
+          toolCall('Write', { file_path: 'test_fixed.py', content: grep }),
+          finalAnswer('Fixed add().'),
+        ],
+        '2': SCRIPTS['1']!,
+      },
+      { 'test_calc.py': CALC_TEST.replace(/def test_add\(\):\n.*\n\n\n/, '') },
+    );
+    const result = await runPipeline(s.request, s.deps);
+    const [cheat, honest] = result.attempts!;
+    expect(cheat!.filesChanged).toEqual(
+      expect.arrayContaining(['calc.py', 'notes-été.md', 'rt3">x.txt', 'test_fixed.py']),
+    );
+    expect(cheat!.ownTestsBefore!.exitCode).not.toBe(0);
+    expect(cheat!.ownTestsText!.exitCode).toBe(0);
+    expect(cheat).toMatchObject({ ownTests: 'reads source', selected: false });
+    expect(honest).toMatchObject({ ownTests: 'fail→pass', selected: true });
+    expect(result.selectedAttempt).toBe(2);
+  }, 240_000);
+
+  it('gives own tests no credit when the text-only tree cannot be built', async () => {
+    // The cheat's added line holds a lone CR (a line end to Python): no comment holds it, so
+    // there is no text-only tree, and its grep test must not count as a reproduction.
+    const grep =
+      'import pathlib\n\n\ndef test_fixed():\n    assert "# add fixed" in pathlib.Path(__file__).with_name("calc.py").read_text()\n';
+    const s = await setup(
+      2,
+      {
+        '1': [
+          toolCall('Edit', {
+            file_path: 'calc.py',
+            old_string: 'def add(a, b):',
+            new_string: 'def add(a, b):\n    # add fixed\r    # ok',
+          }),
+          toolCall('Write', { file_path: 'test_fixed.py', content: grep }),
+          finalAnswer('Fixed add().'),
+        ],
+        '2': SCRIPTS['1']!,
+      },
+      { 'test_calc.py': CALC_TEST.replace(/def test_add\(\):\n.*\n\n\n/, '') },
+    );
+    const result = await runPipeline(s.request, s.deps);
+    const [cheat, honest] = result.attempts!;
+    expect(cheat!.tests).toBe('pass');
+    expect(cheat!.ownTestsBefore!.exitCode).not.toBe(0);
+    expect(cheat!.agentTests!.exitCode).toBe(0);
+    expect(cheat!.ownTestsText).toBeUndefined();
+    expect(cheat).toMatchObject({ ownTests: 'no', selected: false });
+    expect(honest).toMatchObject({ ownTests: 'fail→pass', selected: true });
+  }, 240_000);
+
   it("verifies an attempt as soon as its loop ends, while a slower attempt's loop goes on", async () => {
     // Attempt 2's loop ends only once attempt 1 is verified (four test runs: patched, its own
     // tests, those on the original, and on the original's text with the change as comments):

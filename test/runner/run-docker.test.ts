@@ -538,6 +538,56 @@ describeDocker('runPipeline with the Docker sandbox', () => {
     }
   });
 
+  it('runs setup with a network under the default runtime, then the agent from its image under FROGNANO_SANDBOX_RUNTIME=runsc', async () => {
+    const runtimes = Object.keys(((await docker.info()) as { Runtimes?: object }).Runtimes ?? {});
+    if (!runtimes.includes('runsc')) {
+      // .ci/run registers it; elsewhere say so loudly instead of passing quietly.
+      if (process.env.CI === 'true') throw new Error('CI must register runsc (see .ci/run)');
+      console.warn('!! SKIPPED: the Docker engine has no runsc runtime (see .ci/run)');
+      return;
+    }
+    const repo = createPythonRepo(mkdtempSync(path.join(root, 'gvisor-')), {
+      '.github/frognano.yml': [
+        'network: setup',
+        'setup: (cat /sys/class/net/eth0/operstate; uname -r) > during-setup.txt',
+      ].join('\n'),
+    });
+    snapshotRepos.push(repo.dir);
+    const m = await deps([
+      toolCall('Bash', { command: 'cat during-setup.txt; echo agent; uname -r' }),
+      toolCall('Edit', {
+        file_path: 'calc.py',
+        old_string: 'return a - b',
+        new_string: 'return a + b',
+      }),
+      finalAnswer('ok'),
+    ]);
+    const runId = `t-gvisor-${Date.now()}`;
+    try {
+      const result = await runPipeline(request(repo.dir, runId, path.join(root, 'out-gvisor')), {
+        ...m.deps,
+        env: { ...process.env, FROGNANO_SANDBOX_RUNTIME: 'runsc' },
+        snapshots: { enabled: false },
+      });
+      expect(result.error).toBeUndefined();
+      expect(result.sandboxRuntime).toMatchObject({ name: 'runsc' });
+      expect(result.sandboxRuntime!.reason).toMatch(/^FROGNANO_SANDBOX_RUNTIME=runsc/);
+      // Setup had the network under runc (the host's kernel); the agent, in its image, gVisor's.
+      const host = readFileSync('/proc/sys/kernel/osrelease', 'utf8').trim();
+      const seen = readFileSync(result.trajectoryPath!, 'utf8');
+      expect(seen).toContain(`STDOUT:\\n${['up', host, 'agent', '4.4.0'].join('\\n')}\\n`);
+      expect(result.verifyAfter).toMatchObject({ exitCode: 0 });
+      expect(renderSummary(result, {})).toContain('- Sandbox runtime: `runsc` (gVisor): ');
+    } finally {
+      await m.close();
+    }
+    expect(await labelledContainers(runId)).toEqual([]);
+    const images = await docker.listImages({
+      filters: JSON.stringify({ label: [`frognano.attempt-base=${runId}`] }),
+    });
+    expect(images).toEqual([]);
+  }, 300_000);
+
   it("refuses another repository's setup snapshot named as the image", async () => {
     // A working image carrying the snapshot label of some other repository.
     const source = await docker.createContainer({ Image: DEFAULT_SANDBOX_IMAGE, Cmd: ['true'] });

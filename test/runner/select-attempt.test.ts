@@ -100,6 +100,7 @@ describe('selectAttempt: own tests', () => {
           verifyAfter: pytest(2, 1),
           agentTests: pytest(2, 2),
           ownTestsBefore: pytest(4, 0),
+          ownTestsText: pytest(4, 0),
         },
         { attempt: 2, patch: patch(3), steps: 4, verifyAfter: pytest(1, 2) },
       ],
@@ -114,15 +115,24 @@ describe('selectAttempt: own tests', () => {
     );
   });
 
-  it('without a text-only run (no file could be made so) own tests count as before', () => {
-    const e: AttemptEvidence = {
-      attempt: 1,
-      patch: patch(1),
+  it('without a text-only run (the tree could not be built) own tests earn no credit', () => {
+    const honest: AttemptEvidence = {
+      attempt: 2,
+      patch: patch(3),
       steps: 1,
       verifyAfter: pytest(0, 2),
       agentTests: pytest(0, 3),
       ownTestsBefore: pytest(1, 2),
+      ownTestsText: pytest(1, 2),
     };
-    expect(selectAttempt([e], pytest(0, 2))[0]!.ownTests).toBe('fail→pass');
+    const { ownTestsText: _, ...unchecked } = { ...honest, attempt: 1, patch: patch(1) };
+    const rankings = selectAttempt([unchecked, honest], pytest(0, 2));
+    expect(rankings.map((r) => [r.attempt, r.ownTests, r.selected])).toEqual([
+      [1, 'no', false],
+      [2, 'fail→pass', true],
+    ]);
+    expect(rankings[0]!.reason).toBe(
+      "lost: its own tests could not be run on the original code with the new lines as comments, so they earn no credit (attempt 2's fail before and pass after)",
+    );
   });
 });

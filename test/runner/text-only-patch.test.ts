@@ -37,7 +37,9 @@ function decoy(
   git(dir, 'add', '-A');
   const kept = git(dir, 'diff', '--cached', '--binary', '--full-index', '--no-renames');
   git(dir, 'reset', '-q', '--hard');
-  const patch = textOnlyPatch(kept);
+  const made = textOnlyPatch(kept);
+  if ('unbuilt' in made) throw new Error(`text-only tree not built: ${made.unbuilt}`);
+  const { patch } = made;
   if (patch !== undefined)
     execFileSync('git', ['apply', '--whitespace=nowarn', '-'], { cwd: dir, input: patch });
   return {
@@ -92,13 +94,10 @@ describe('textOnlyPatch', () => {
     expect(files('a.py')).toBe('x = 1\n#y = 3\n#z = 4\ny = 2');
   });
 
-  it('leaves a file as it was where a comment would not hold a line or it has no line comment', () => {
+  it('leaves a file with no line comment as it was', () => {
     const cases: [string, string, string][] = [
-      ['a.py', 'x = 1\n', 'x = 1\ny = 2\rz = 3\n'],
-      ['a.js', 'x;\n', 'x;\ny\u2028z();\n'],
-      ['a.c', 'int x;\n', 'int x;\n#define Y 1 \\\n'],
-      ['a.java', 'class A {}\n', 'class A {}\n// \\u000a x\n'],
       ['notes.txt', 'a\n', 'b\n'],
+      ['data.json', '{}\n', '{"a": 1}\n'],
     ];
     for (const [name, before, after] of cases) {
       const d = decoy(
@@ -108,13 +107,62 @@ describe('textOnlyPatch', () => {
       expect(d.files(name), name).toBe(before);
       expect(d.files('ok.py'), name).toBe('#x = 2\nx = 1\n');
     }
-    const binary = decoy({ 'a.py': 'x = 1\n' }, { 'blob.py': Buffer.from([0, 1, 2, 0]) });
-    expect(binary.patch).toBeUndefined();
-    expect(binary.files('blob.py')).toBeUndefined();
+    const data = decoy({ 'a.py': 'x = 1\n' }, { 'blob.bin': Buffer.from([0, 1, 2, 0]) });
+    expect(data.patch).toBeUndefined();
+    expect(data.files('blob.bin')).toBeUndefined();
   });
 
   it('keeps CRLF line ends', () => {
     const { files } = decoy({ 'a.py': 'x = 1\r\n' }, { 'a.py': 'x = 2\r\n' });
     expect(files('a.py')).toBe('#x = 2\r\nx = 1\r\n');
+  });
+
+  it('reads the file names git quotes (non-ASCII, a quote, a ">") and comments the code beside them', () => {
+    const { files } = decoy(
+      { 'calc.py': 'x = 1\n', 'café.py': 'y = 1\n' },
+      {
+        'calc.py': 'x = 2\n',
+        'notes-été.md': 'add fixed\n',
+        'rt3">x.txt': 'fixed\n',
+        'café.py': 'y = 2\n',
+        'zz.py': 'z = 3\n',
+      },
+    );
+    expect(files('calc.py')).toBe('#x = 2\nx = 1\n');
+    expect(files('café.py')).toBe('#y = 2\ny = 1\n');
+    expect(files('zz.py')).toBe('#z = 3\n');
+    // No line comment: they stay as they were (absent).
+    expect(files('notes-été.md')).toBeUndefined();
+    expect(files('rt3">x.txt')).toBeUndefined();
+  });
+
+  it('cannot build the tree when a line of code a comment would not hold, or a binary code file, is in the change', () => {
+    const cases: [string, string | Buffer, string | Buffer][] = [
+      ['a.py', 'x = 1\n', 'x = 1\ny = 2\rz = 3\n'],
+      ['a.js', 'x;\n', 'x;\ny\u2028z();\n'],
+      ['a.c', 'int x;\n', 'int x;\n#define Y 1 \\\n'],
+      ['a.java', 'class A {}\n', 'class A {}\n// \\u000a x\n'],
+      ['blob.py', 'x = 1\n', Buffer.from([0, 1, 2, 0])],
+    ];
+    for (const [name, before, after] of cases) {
+      expect(
+        () => decoy({ [name]: before, 'ok.py': 'x = 1\n' }, { [name]: after, 'ok.py': 'x = 2\n' }),
+        name,
+      ).toThrow(`text-only tree not built: ${name}`);
+    }
+  });
+
+  it('cannot build the tree from a patch it cannot read', () => {
+    expect(
+      textOnlyPatch('diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ bad @@\n+y\n'),
+    ).toEqual({
+      unbuilt: 'x.py: a hunk header it cannot read',
+    });
+    expect(textOnlyPatch('--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-x\n+y\n')).toMatchObject({
+      unbuilt: expect.stringMatching(/^text before the first diff --git header/),
+    });
+    expect(textOnlyPatch('diff --git "a/x.py b/x.py\n')).toMatchObject({
+      unbuilt: expect.stringMatching(/^a diff --git header it cannot read/),
+    });
   });
 });

@@ -26,4 +26,5 @@ export {
 export { publishedRun } from './published-run.js';
 export { REVISION_NOTE, issueNumberOfBranch, type PublishedAttempt } from './revision-record.js';
 export { servedBySection } from './served-by.js';
+export { runtimeWords } from './runtime-words.js';
 export { useAttempt, useCommandHandler } from './use-attempt.js';

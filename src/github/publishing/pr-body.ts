@@ -18,6 +18,7 @@ import {
 import { instructionFilesSection } from '../status/index.js';
 import { testWords } from '../status/index.js';
 import { testPassed } from '../../runner/test-report.js';
+import { runtimeWords } from './runtime-words.js';
 import { servedBySection } from './served-by.js';
 import { changedFiles, diffstatLines, diffstatTotal } from './diffstat.js';
 
@@ -128,6 +129,7 @@ function testEvidence(result: RunResult, d: Detail): string {
       row('after', result.verifyAfter),
     ].join('\n'),
     verdict(result),
+    ...(result.sandboxRuntime ? [`Sandbox runtime ${runtimeWords(result.sandboxRuntime)}`] : []),
   ];
   if (d.tailChars > 0) {
     for (const [label, t] of [

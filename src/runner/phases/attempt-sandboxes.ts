@@ -128,6 +128,8 @@ async function copySource(
       runId: request.runId,
       repo: snapshotRepo(request),
       network: 'none',
+      // Attempt 1's runtime: the one chosen for the agent (setup.ts moved it there).
+      ...(base.runtime !== undefined ? { runtime: base.runtime } : {}),
       limits: deps.sandboxLimits ?? limitsFromEnv(env, log),
       owner,
       logger: log,

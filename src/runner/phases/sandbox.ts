@@ -11,6 +11,11 @@ import {
   type DockerSandboxLimits,
 } from '../../sandbox/docker-sandbox.js';
 import { createLocalSandbox } from '../../sandbox/local-sandbox.js';
+import {
+  RUNC_RUNTIME,
+  chooseSandboxRuntime,
+  type SandboxRuntime,
+} from '../../sandbox/sandbox-runtime.js';
 import { sandboxOwner } from '../../sandbox/owner.js';
 import {
   SNAPSHOT_LABEL,
@@ -38,6 +43,8 @@ export interface Snapshot {
 export interface Started {
   sandbox?: Sandbox;
   snapshot?: Snapshot;
+  /** Docker: the runtime the agent and verification run under (sandbox-runtime.ts). */
+  runtime?: SandboxRuntime;
 }
 
 /** Starts the sandbox (from a snapshot when one matches) and copies today's tree in. */
@@ -58,8 +65,13 @@ export async function startSandbox(
     return;
   }
   const baseImageId = await baseImage(docker, prepared.image, prepared.imageNamedByRepo === true);
+  started.runtime = await chooseSandboxRuntime(docker, {
+    wanted: runtimeWanted(run.env),
+    image: prepared.image,
+    logger: run.log,
+  });
   if (prepared.snapshotsOn) started.snapshot = await lookUpSnapshot(run, prepared, baseImageId);
-  const created = await startDocker(run, prepared, docker, started.snapshot);
+  const created = await startDocker(run, prepared, docker, started);
   started.sandbox = track(run, created);
   if (started.snapshot?.hitImage !== undefined) await refreshTree(run, created);
   else await emptyWorkdir(run, created, prepared.image);
@@ -104,20 +116,25 @@ async function startDocker(
   run: RunContext,
   prepared: Prepared,
   docker: Docker,
-  snapshot: Snapshot | undefined,
+  { snapshot, runtime }: Started,
 ): Promise<DockerSandbox> {
   const { request, deps, env, log } = run;
-  const start = (fromSnapshot: boolean) =>
-    createDockerSandbox({
+  const start = (fromSnapshot: boolean) => {
+    const network = prepared.setupNetwork && !fromSnapshot;
+    return createDockerSandbox({
       docker,
       image: fromSnapshot ? snapshotTag(snapshot!.key) : prepared.image,
       runId: request.runId,
       repo: snapshotRepo(request),
-      network: prepared.setupNetwork && !fromSnapshot ? 'bridge' : 'none',
+      network: network ? 'bridge' : 'none',
+      // Setup with a network under the engine's default (gVisor's own network is off here);
+      // the agent then starts from its image under the chosen runtime (setup.ts).
+      ...(network && runtime?.name !== RUNC_RUNTIME ? {} : { runtime: runtime?.name }),
       limits: deps.sandboxLimits ?? limitsFromEnv(env, log),
       owner: sandboxOwner(run.dataDir),
       logger: log,
     });
+  };
   const hit = snapshot?.hitImage !== undefined;
   try {
     return await start(hit);
@@ -207,6 +224,11 @@ async function baseImage(docker: Docker, image: string, namedByRepo: boolean): P
     }
     throw error;
   }
+}
+
+/** FROGNANO_SANDBOX_RUNTIME (entry points validate it; unset when empty). */
+export function runtimeWanted(env: NodeJS.ProcessEnv): string | undefined {
+  return env.FROGNANO_SANDBOX_RUNTIME?.trim() || undefined;
 }
 
 export function limitsFromEnv(env: NodeJS.ProcessEnv, log: Logger): Partial<DockerSandboxLimits> {

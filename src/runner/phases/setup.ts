@@ -4,7 +4,15 @@
 // result's); `freshSandbox` the same again, untimed, for verifying a patch.
 import type Docker from 'dockerode';
 import type { Sandbox } from '../../leaf/sandbox.js';
-import { LABEL_RUN, type DockerSandbox } from '../../sandbox/docker-sandbox.js';
+import { randomBytes } from 'node:crypto';
+import { attemptBaseImage } from '../../sandbox/attempt-base-image.js';
+import {
+  LABEL_RUN,
+  createDockerSandbox,
+  type DockerSandbox,
+} from '../../sandbox/docker-sandbox.js';
+import { sandboxOwner } from '../../sandbox/owner.js';
+import type { SandboxRuntime } from '../../sandbox/sandbox-runtime.js';
 import {
   DEFAULT_SNAPSHOT_CAP,
   evictSnapshots,
@@ -43,6 +51,8 @@ export interface SetupFacts {
   setupNetwork?: boolean;
   /** The end of setup's output, as far as it ran. */
   setupTail?: string;
+  /** Docker: the runtime the agent and verification run under, and why. */
+  runtime?: SandboxRuntime;
 }
 
 export type SetupOutcome =
@@ -107,7 +117,55 @@ async function bringUp(
       };
     }
   }
-  return sandbox;
+  if (started.runtime) facts.runtime = started.runtime;
+  if (sandbox.kind !== 'docker' || !started.runtime) return sandbox;
+  try {
+    return await toAgentRuntime(run, docker!, sandbox as DockerSandbox, started.runtime.name);
+  } catch (error) {
+    return {
+      outcome: 'sandbox_failed',
+      error: `could not move the set-up sandbox to the ${started.runtime.name} runtime: ${errorText(error)}`,
+    };
+  }
+}
+
+/**
+ * Setup that had a network ran under the engine's default runtime: its container is committed
+ * and the agent's sandbox started from that image under the chosen one (no network).
+ */
+async function toAgentRuntime(
+  run: RunContext,
+  docker: Docker,
+  sandbox: DockerSandbox,
+  runtime: string,
+): Promise<DockerSandbox> {
+  if (sandbox.runtime === runtime) return sandbox;
+  const owner = sandboxOwner(run.dataDir);
+  // Owned like an attempt base, so `reap` removes it if this process is killed.
+  const { tag, labels } = attemptBaseImage(
+    run.request.runId,
+    owner,
+    `-setup-${randomBytes(3).toString('hex')}`,
+  );
+  await sandbox.commit(tag, labels);
+  run.cleanups.push(async () => {
+    await docker.getImage(tag).remove({ force: true });
+  });
+  const moved = await createDockerSandbox({
+    docker,
+    image: tag,
+    runId: run.request.runId,
+    repo: snapshotRepo(run.request),
+    network: 'none',
+    runtime,
+    limits: sandbox.limits,
+    owner,
+    logger: run.log,
+  });
+  run.sandboxes.add(moved);
+  await run.dispose(sandbox);
+  run.log.info({ runtime, image: tag }, 'set-up sandbox moved to the agent runtime');
+  return moved;
 }
 
 /** Runs setup's commands in order under one time limit; the reason it failed, or undefined. */

@@ -193,9 +193,17 @@ async function ownTests(
   made.ownTestsBefore = await runTest(fresh, test, 'own-tests-before', testOpts);
   if (made.ownTestsBefore.exitCode === 0 || run.signal.aborted) return;
   const textOnly = textOnlyPatch(kept);
+  // Every file stays as it was: the text-only tree is the original, where they just ran.
+  if ('patch' in textOnly && textOnly.patch === undefined) {
+    made.ownTestsText = made.ownTestsBefore;
+    return;
+  }
   const textFailed =
-    textOnly === undefined ? 'no text-only form' : await gitApply(run, fresh, textOnly);
+    'unbuilt' in textOnly
+      ? `no text-only tree: ${textOnly.unbuilt}`
+      : await gitApply(run, fresh, textOnly.patch!);
   if (textFailed) {
+    // Without it they earn no credit (select-attempt.ts).
     run.log.info({ reason: textFailed }, "the agent's tests were not run on the text alone");
     return;
   }

@@ -63,6 +63,32 @@ describe('renderPrBody', () => {
     expect(body).toContain('https://bot.example.com/frognano/runs/x/trajectory.json');
   });
 
+  it('says under which runtime the sandbox ran, the reason made inert', () => {
+    const body = renderPrBody({
+      result: runResult({
+        sandboxRuntime: {
+          name: 'runsc',
+          reason: 'FROGNANO_SANDBOX_RUNTIME=runsc, although `ls -l` says @octocat <b>x</b> | #1',
+        },
+      }),
+      issueNumber: 7,
+      triggeredBy: 'octocat',
+    });
+    const line = body.split('\n').find((l) => l.startsWith('Sandbox runtime '));
+    expect(line).toMatch(
+      /^Sandbox runtime `runsc` \(gVisor\): FROGNANO\\_SANDBOX\\_RUNTIME=runsc, although /,
+    );
+    expect(line).not.toContain('@octocat');
+    expect(line).not.toContain('<b>');
+    // In the evidence, before the changes.
+    const at = body.indexOf(line!);
+    expect(at).toBeGreaterThan(body.indexOf('## Test evidence'));
+    expect(at).toBeLessThan(body.indexOf('## Changes'));
+    expect(renderPrBody({ result: runResult(), issueNumber: 7, triggeredBy: 'o' })).not.toContain(
+      'Sandbox runtime',
+    );
+  });
+
   it('says plainly when there is no test command, and when the work is partial', () => {
     const body = renderPrBody({
       result: runResult({
