@@ -8,6 +8,11 @@ import { readIssueTextsOffThread } from '../github/sanitize-off-thread.js';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { ModelEndpointError, type ModelConfig } from '../leaf/openai-model.js';
+import {
+  ALLOW_LOCAL_SANDBOX_VALUE,
+  ALLOW_LOCAL_SANDBOX_VARIABLE,
+  localSandboxProblem,
+} from '../action/local-sandbox-guard.js';
 import type { ModelFleet } from '../model-fleet/fleet.js';
 import { followUpTask } from '../runner/follow-up-task.js';
 import { runPipeline } from '../runner/run.js';
@@ -54,6 +59,13 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
   const options = parseSolveOptions(rawOptions);
   const config = loadProcessConfig(io.env);
   const sandbox = options.sandbox ?? config.FROGNANO_SANDBOX;
+  // In a workflow job the model's commands would run next to this process and could read the
+  // job's environment from /proc: refused as the Action refuses its own `sandbox: local`.
+  if (localSandboxProblem(sandbox, io.env) !== undefined) {
+    throw new UsageError(
+      `--sandbox local is refused in GitHub Actions: the model's commands would run next to this process and could read the job's secrets from /proc; use --sandbox docker, or set ${ALLOW_LOCAL_SANDBOX_VARIABLE}=${ALLOW_LOCAL_SANDBOX_VALUE} to accept that`,
+    );
+  }
   const issueText = await readIssueText(options);
   const feedback =
     options.feedbackFile === undefined ? undefined : await readFeedback(options.feedbackFile);

@@ -78,5 +78,9 @@ function refusal(
   const what =
     mine === 'public' ? 'not public' : theirs === 'private' ? 'private' : 'not public or internal';
   const may = mine === 'public' ? 'public repositories' : 'public or internal repositories';
-  return `${namedBy}: _extends names ${target.owner}/${target.repo}, which is ${what}: ${running.owner}/${running.repo} is ${mine}, so it may extend only ${may} and the owner's .github repository`;
+  // Every file before this one was checked no more private than the running repository, but the
+  // owner's .github repository may be private: the name its file gives is a value from it.
+  const fromDotGithub = namedBy.toLowerCase().startsWith(`${running.owner.toLowerCase()}/.github:`);
+  const named = fromDotGithub ? 'a repository' : `${target.owner}/${target.repo},`;
+  return `${namedBy}: _extends names ${named} which is ${what}: ${running.owner}/${running.repo} is ${mine}, so it may extend only ${may} and the owner's .github repository`;
 }

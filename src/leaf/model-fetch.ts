@@ -56,7 +56,7 @@ export function modelEndpointFetch(options: ModelFetchOptions): typeof fetch {
       ? JSON.stringify({
           error: { message: new ModelResponseTooLarge('error body', maxBytes).message },
         })
-      : normalizeErrorBody(redactCredentials(read.text, options.credentials));
+      : normalizeErrorBody(read.text, options.credentials);
     return new Response(text, {
       status: response.status,
       statusText: redactCredentials(response.statusText, options.credentials),
@@ -119,13 +119,16 @@ function cappedBody(response: Response, maxBytes: number, what: string): Readabl
   });
 }
 
-function normalizeErrorBody(text: string): string {
+function normalizeErrorBody(raw: string, credentials: readonly string[]): string {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    // Redacted after decoding: an encoder's escapes (`\/`, `\u00e4`) would hide a credential
+    // from a match on the raw text, and the SDK's parse would then turn it back.
+    parsed = redactStrings(JSON.parse(raw), credentials);
   } catch {
     parsed = undefined;
   }
+  const text = parsed === undefined ? redactCredentials(raw, credentials) : JSON.stringify(parsed);
   if (isRecord(parsed)) {
     if (isRecord(parsed.error)) return text;
     if (typeof parsed.error === 'string')
@@ -136,6 +139,19 @@ function normalizeErrorBody(text: string): string {
   }
   const message = text.trim() === '' ? 'empty error body' : text.trim().slice(0, 2000);
   return JSON.stringify({ error: { message } });
+}
+
+/** A parsed JSON value with every string in it (keys too) redacted of the credentials. */
+function redactStrings(value: unknown, credentials: readonly string[]): unknown {
+  if (typeof value === 'string') return redactCredentials(value, credentials);
+  if (Array.isArray(value)) return value.map((item) => redactStrings(item, credentials));
+  if (!isRecord(value)) return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, item]) => [
+      redactCredentials(key, credentials),
+      redactStrings(item, credentials),
+    ]),
+  );
 }
 
 function formatBytes(bytes: number): string {

@@ -3,7 +3,7 @@
 // output quietly, and the read-only commands (doctor, runs) leave the data directory as it was.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -260,4 +260,28 @@ describe('failures no command foresaw', () => {
     );
     expect(run.code).toBe(2);
   }, 180_000);
+});
+
+describe('frognano solve --sandbox local in a GitHub Actions job', () => {
+  // The model's commands would run next to this process and could read the job's environment
+  // from /proc, as with the Action's own `sandbox` input (src/action/local-sandbox-guard.ts).
+  it.each([
+    [['--sandbox', 'local'], {}],
+    [[], { FROGNANO_SANDBOX: 'local' }],
+  ])(
+    'is refused in one line before anything runs (%j %j), exit 2',
+    async (flags, env) => {
+      const run = await runCli(['solve', '--repo', '.', '--issue', 'x', '--out', 'out', ...flags], {
+        GITHUB_ACTIONS: 'true',
+        FROGNANO_MODEL_URL: 'http://127.0.0.1:9/v1',
+        ...env,
+      });
+      expect(humanLines(run.stderr)).toEqual([
+        "frognano: --sandbox local is refused in GitHub Actions: the model's commands would run next to this process and could read the job's secrets from /proc; use --sandbox docker, or set FROGNANO_ALLOW_LOCAL_SANDBOX_IN_ACTIONS=i-understand-the-model-can-read-job-secrets to accept that",
+      ]);
+      expect(run.code).toBe(2);
+      expect(existsSync(path.join(work, 'out'))).toBe(false);
+    },
+    60_000,
+  );
 });

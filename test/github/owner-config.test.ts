@@ -204,6 +204,20 @@ describe('_extends', () => {
     );
   });
 
+  it("refuses what the owner's .github file extends without quoting the name it gives", async () => {
+    // The owner's .github repository may be private: the name its file gives is a value from it.
+    const { gh, task, last } = await run((gh) => {
+      mockConfigFile(gh, { repo: '.github', text: `_extends: ${SECRET}\n` });
+      mockRepo(gh, SECRET, 'private');
+    });
+    expect(task).toBeUndefined();
+    expect(gh.calls.filter((c) => c.includes(`/${SECRET}/contents/`))).toEqual([]);
+    expect(last).not.toContain(SECRET);
+    expect(last).toContain(
+      "the configuration could not be used: Codertocat/.github:.github/frognano.yml: \\_extends names a repository which is not public: Codertocat/Hello-World is public, so it may extend only public repositories and the owner's .github repository.",
+    );
+  });
+
   it("follows the owner's .github repository whatever its visibility, without asking it", async () => {
     const { gh, task } = await run((gh) => {
       mockConfigFile(gh, { repo: '.github', status: 404 });
