@@ -248,6 +248,8 @@ export interface EnvironmentFacts {
   ecosystems: string[];
   /** The commands that made the environment (automatic: the candidate kept). */
   commands: EnvironmentCommand[];
+  /** Automatic setup's plan: every candidate, in the order they are tried. */
+  plan: { candidate: string; commands: EnvironmentCommand[] }[];
   /** Automatic setup's candidates that did not work, and why, in one line each. */
   failed: { candidate: string; reason: string }[];
   /** What setup saw but did not do, or why it did not run. */

@@ -141,6 +141,10 @@ function startEnvironment(prepared: Prepared, hit: boolean): EnvironmentFacts {
       planned.source === 'config'
         ? planned.commands.map((command) => ({ command, from: REPO_CONFIG_PATH }))
         : [],
+    plan:
+      planned.source === 'auto'
+        ? planned.plan.candidates.map((c) => ({ candidate: c.name, commands: c.commands }))
+        : [],
     failed: [],
     notes: planned.source === 'auto' ? [...planned.plan.notes] : [],
     snapshot: hit ? 'hit' : prepared.snapshotsOn ? 'miss' : 'none',
