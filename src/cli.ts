@@ -114,6 +114,41 @@ Exit codes:
   });
 
 program
+  .command('env [dir]')
+  .description(
+    'Make and prove the environment a run would make for DIR (default: here): the plan, the proof, a frognano.yml that pins it',
+  )
+  .option('--repo <owner/name>', 'clone github.com/OWNER/NAME instead, as a run does')
+  .option('--json', 'print one JSON object')
+  .addOption(
+    new Option('--sandbox <kind>', 'docker (default, or FROGNANO_SANDBOX) or local').choices([
+      'docker',
+      'local',
+    ]),
+  )
+  .option('--image <image>', 'sandbox image (overrides .github/frognano.yml)')
+  .addHelpText(
+    'after',
+    `
+Exit codes:
+  0    the tests can run in this environment
+  1    they cannot (import errors at collection, a failed setup): see why, and the snippet
+  2    bad usage`,
+  )
+  .action(async (dir: string | undefined, options: Record<string, unknown>) => {
+    const { envCommand } = await import('./commands/env.js');
+    process.exitCode = await envCommand(
+      { ...options, ...(dir !== undefined ? { dir } : {}) },
+      {
+        stdout: (line) => process.stdout.write(`${line}\n`),
+        stderr: (line) => process.stderr.write(`${line}\n`),
+        env: process.env,
+        cwd: process.cwd(),
+      },
+    );
+  });
+
+program
   .command('action')
   .description(
     'Handle one GitHub Actions event (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH) as the App would: triggers, permission check, run, draft PR',

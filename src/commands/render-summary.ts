@@ -7,7 +7,12 @@ import { fence, fileName, inertQuote, inlineCode, literalLines, tail } from '../
 import { attemptsTable, changesSection, trajectoryTable } from '../github/publishing/index.js';
 import type { AttemptSummary, RunResult, TestResult } from '../runner/run-types.js';
 import { testPassed } from '../runner/test-report.js';
-import { instructionFileWords } from '../github/status/index.js';
+import {
+  environmentLines,
+  environmentProblem,
+  instructionFileWords,
+  testsInconclusive,
+} from '../github/status/index.js';
 import { reportWords } from '../github/status/index.js';
 import { runtimeWords, servedBySection } from '../github/publishing/index.js';
 
@@ -26,7 +31,9 @@ export function renderSummary(result: RunResult, meta: SummaryMeta = {}): string
   const several = result.attempts && result.attempts.length > 1 ? result.attempts : undefined;
   const lines: string[] = [
     ...headerLines(result, meta, several),
+    ...problemLines(result),
     ...setupLines(result),
+    ...environmentSummaryLines(result),
     ...testLines(result),
     ...filesLines(result),
     ...patchFactLines(result),
@@ -80,6 +87,17 @@ function headerLines(
   return lines;
 }
 
+/** When the environment cannot run the tests: said first, with the snippet that fixes it. */
+function problemLines(result: RunResult): string[] {
+  const problem = environmentProblem(result);
+  return problem ? [problem, ''] : [];
+}
+
+function environmentSummaryLines(result: RunResult): string[] {
+  const lines = environmentLines(result);
+  return lines.length > 0 ? ['## Environment', '', ...lines, ''] : [];
+}
+
 /** A failed setup, or one that ran without the network it may have needed. */
 function setupLines(result: RunResult): string[] {
   if (!(result.outcome === 'setup_failed' || (result.setupTail && result.setupNetwork === false))) {
@@ -109,6 +127,8 @@ function testLines(result: RunResult): string[] {
     );
     lines.push(`- Before: ${describeTest(result.verifyBefore)}`);
     lines.push(`- After: ${describeTest(result.verifyAfter)}`);
+    if (testsInconclusive(result))
+      lines.push('- Verdict: inconclusive (the tests could not run in this environment)');
     lines.push(...harnessLines(result));
   } else {
     lines.push('No test command: none configured in .github/frognano.yml and none detected.');

@@ -9,7 +9,7 @@ import { openQueue, loadQueueConfig } from '../queue/open-queue.js';
 import type { RunState } from '../queue/queue.js';
 import { runArtifacts } from '../queue/read-run-artifact.js';
 import type { Queue } from '../queue/types.js';
-import type { TestResult } from '../runner/run-types.js';
+import type { RunResult, TestResult } from '../runner/run-types.js';
 import { testPassed } from '../runner/test-report.js';
 import { queueRunListing, readRunRecord, runPageUrl, type RunSummary } from '../web/index.js';
 import { UsageError } from './solve-options.js';
@@ -166,8 +166,9 @@ export async function runsShowCommand(
       if (result.error) lines.push(['error', clean(result.error)]);
       lines.push([
         'tests',
-        `before ${testWords(result.verifyBefore)} → after ${testWords(result.verifyAfter)}`,
+        `before ${testWords(result.verifyBefore)} → after ${testWords(result.verifyAfter)}${result.environment?.runnable === false ? ' (inconclusive)' : ''}`,
       ]);
+      if (result.environment) lines.push(['environment', clean(environmentWords(result))]);
       lines.push(['files changed', result.filesChanged.map(clean).join(', ') || 'none']);
       lines.push([
         'tokens',
@@ -184,6 +185,21 @@ export async function runsShowCommand(
   } finally {
     await queue.close();
   }
+}
+
+/** The environment on one line: where setup came from, what was collected, what is wrong. */
+function environmentWords(result: RunResult): string {
+  const env = result.environment!;
+  const setup =
+    env.snapshot === 'hit'
+      ? 'reused (snapshot)'
+      : `${env.source}${env.commands.length > 0 ? `: ${env.commands.map((c) => c.command).join('; ')}` : ''}${env.seconds !== undefined ? ` (${env.seconds}s)` : ''}`;
+  const collected =
+    env.testsCollected !== undefined ? `, ${env.testsCollected} tests collected` : '';
+  const blocked = result.egress?.blocked.length
+    ? `, blocked ${result.egress.blocked.map((b) => `${b.host}:${b.port}×${b.count}`).join(' ')}`
+    : '';
+  return `${setup}${collected}${blocked}${env.problem ? `; the tests could not run: ${env.problem}` : ''}`;
 }
 
 function testWords(test: TestResult | undefined): string {

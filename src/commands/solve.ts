@@ -268,7 +268,7 @@ async function readFeedback(file: string): Promise<string> {
   return text.trim();
 }
 
-async function resolveRepo(repo: string): Promise<string> {
+export async function resolveRepo(repo: string): Promise<string> {
   if (/^(https?|ssh|git|file):\/\//.test(repo) || /^[\w.-]+@[\w.-]+:/.test(repo)) return repo;
   const dir = path.resolve(repo);
   const info = await stat(dir).catch(() => undefined);

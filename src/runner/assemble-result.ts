@@ -130,6 +130,7 @@ function addSetup(
   if (setup?.setupNetwork !== undefined) result.setupNetwork = setup.setupNetwork;
   if (setup?.runtime) result.sandboxRuntime = setup.runtime;
   if (setup?.setupTail !== undefined) result.setupTail = setup.setupTail;
+  if (setup?.environment) result.environment = setup.environment;
   if (before?.verifyBefore) result.verifyBefore = before.verifyBefore;
   // A test command that could not run: its output reads as setup's.
   if (before?.setupTail !== undefined) result.setupTail = before.setupTail;

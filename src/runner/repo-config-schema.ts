@@ -75,8 +75,14 @@ export const RepoConfig = z
         },
       )
       .optional()
-      .transform((v): string[] => (v === undefined ? [] : typeof v === 'string' ? [v] : v))
-      .meta({ description: 'Commands run in the sandbox before the agent.' }),
+      // Absent or `auto`: automatic setup from the project's own files; `[]`: no setup at all.
+      .transform((v): string[] | 'auto' =>
+        v === undefined || v === 'auto' ? 'auto' : typeof v === 'string' ? [v] : v,
+      )
+      .meta({
+        description:
+          'Commands run in the sandbox before the agent; auto (the default) installs what the project declares; [] for none.',
+      }),
     test: nonEmpty('a non-empty command')
       .optional()
       .meta({ description: 'The command that proves the fix; detected when absent.' }),

@@ -2,6 +2,7 @@
 // publishes their results (the CLI's `solve`, the GitHub App). runner/ knows no GitHub.
 import type { StopReason } from '../leaf/protocol.js';
 import type { ModelEndpointRecord } from '../leaf/trajectory.js';
+import type { EgressFacts } from '../sandbox/egress-facts.js';
 
 export type SandboxKind = 'docker' | 'local';
 
@@ -227,6 +228,48 @@ export interface RunResult {
   instructionFiles?: InstructionFileUse[];
   /** The endpoints that answered the (selected) attempt's loop, and what each said of itself. */
   servedBy?: ModelEndpointRecord[];
+  /** How the environment was made and whether the tests can run in it (absent before setup). */
+  environment?: EnvironmentFacts;
+  /** What setup's network did (the egress proxy's facts), when setup had one. */
+  egress?: EgressFacts;
+}
+
+/** One setup command and where it came from (`pyproject.toml [test]`, `.github/frognano.yml`). */
+export interface EnvironmentCommand {
+  command: string;
+  from: string;
+}
+
+/**
+ * The environment as evidence (issue 25): where setup came from, how long it took, what its
+ * network allowed and refused, and what the test command collected in it before the change.
+ */
+export interface EnvironmentFacts {
+  /** `auto`: detected from the project's files; `config`: the `setup` key; `none`: no setup. */
+  source: 'auto' | 'config' | 'none';
+  ecosystems: string[];
+  /** The commands that made the environment (automatic: the candidate kept). */
+  commands: EnvironmentCommand[];
+  /** Automatic setup's plan: every candidate, in the order they are tried. */
+  plan: { candidate: string; commands: EnvironmentCommand[] }[];
+  /** Automatic setup's candidates that did not work, and why, in one line each. */
+  failed: { candidate: string; reason: string }[];
+  /** What setup saw but did not do, or why it did not run. */
+  notes: string[];
+  /** `hit`: reused from a setup snapshot; `miss`: made now (and saved); `none`: no snapshots. */
+  snapshot: 'hit' | 'miss' | 'none';
+  /** Setup's wall time (absent when it did not run). */
+  seconds?: number;
+  /** The repository's `network` for setup. */
+  network: string;
+  /** Tests the test command collected before the change (pytest only). */
+  testsCollected?: number;
+  /** Import errors at collection, first few (`No module named 'dateutil'`). */
+  importErrors: string[];
+  /** Whether the tests can run here: false makes the test verdict inconclusive. */
+  runnable: boolean;
+  /** Why they cannot, in one line (absent when runnable). */
+  problem?: string;
 }
 
 /** One attempt of a run with several, with the evidence it was ranked by. */

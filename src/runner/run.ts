@@ -33,6 +33,7 @@ export { DEFAULT_TEST_TIMEOUT_MS } from './phases/run-test.js';
 export { OUTPUT_TAIL_CHARS } from './command-output.js';
 export { UNTRACKED_NOISE } from './phases/exclude-untracked.js';
 export { taskText } from './phases/agent.js';
+export { prepareEnvironment } from './prepare-environment.js';
 
 export async function runPipeline(
   request: RunRequest,

@@ -368,6 +368,7 @@ describe('frognano solve --sandbox local', () => {
     const summary = await readFile(path.join(work, 'o', 'summary.md'), 'utf8');
     expect(headings(markdownTree(summary))).toEqual([
       'frognano solve',
+      'Environment',
       'Tests',
       'Files changed',
       'Changes',

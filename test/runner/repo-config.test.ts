@@ -36,7 +36,12 @@ async function errorOf(config: string): Promise<string> {
 
 describe('loadRepoConfig', () => {
   it('gives the defaults when the file is missing or empty', async () => {
-    const defaults = { setup: [], network: 'none', blocked_paths: ['.github/**', '.gitmodules'] };
+    // No `setup`: automatic setup (issue 25).
+    const defaults = {
+      setup: 'auto',
+      network: 'none',
+      blocked_paths: ['.github/**', '.gitmodules'],
+    };
     expect(await loadRepoConfig(tree())).toEqual(defaults);
     expect(await loadRepoConfig(tree(''))).toEqual(defaults);
     expect(await loadRepoConfig(tree('# only a comment\n'))).toEqual(defaults);
@@ -72,8 +77,10 @@ describe('loadRepoConfig', () => {
     });
   });
 
-  it('accepts setup as a single command', async () => {
+  it('accepts setup as a single command, `auto`, or [] for none', async () => {
     expect((await loadRepoConfig(tree('setup: make deps'))).setup).toEqual(['make deps']);
+    expect((await loadRepoConfig(tree('setup: auto'))).setup).toBe('auto');
+    expect((await loadRepoConfig(tree('setup: []'))).setup).toEqual([]);
   });
 
   it('extends the default blocked paths instead of replacing them', async () => {

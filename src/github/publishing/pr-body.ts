@@ -15,7 +15,12 @@ import {
   tail,
   textCell,
 } from '../markdown.js';
-import { instructionFilesSection } from '../status/index.js';
+import {
+  environmentProblem,
+  environmentSection,
+  instructionFilesSection,
+  testsInconclusive,
+} from '../status/index.js';
 import { testWords } from '../status/index.js';
 import { testPassed } from '../../runner/test-report.js';
 import { runtimeWords } from './runtime-words.js';
@@ -65,9 +70,11 @@ function render(input: PrBodyInput, d: Detail): string {
   const { result } = input;
   const sections = [
     banner(input),
+    environmentProblem(result) ?? '',
     `Fixes #${input.issueNumber}. Requested by @${input.triggeredBy}.`,
     finalMessage(result, d),
     testEvidence(result, d),
+    environmentSection(result),
     harnessEvidence(result),
     diffstatSection(result, d),
     patchFactsSection(result),
@@ -153,6 +160,9 @@ function verdict(result: RunResult): string {
   const before = result.verifyBefore;
   const after = result.verifyAfter;
   if (!after) return '**The tests were not run after the change.**';
+  // The environment could not run the tests: a failure says nothing about the change.
+  if (testsInconclusive(result) && !testPassed(after))
+    return '**Inconclusive: the tests could not run in this environment** (see Environment).';
   const ok = testPassed(after);
   if (ok && before && !testPassed(before))
     return 'The tests failed before the change and pass after it.';

@@ -5,6 +5,13 @@ export {
   instructionFilesSection,
   withNotes,
 } from './instruction-files-notes.js';
+export {
+  configSnippet,
+  environmentLines,
+  environmentProblem,
+  environmentSection,
+  testsInconclusive,
+} from './environment-words.js';
 export { runStatusReporter } from './run-status-reporter.js';
 export {
   STATUS_COMMENT_NOTE,

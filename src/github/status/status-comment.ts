@@ -6,6 +6,7 @@ import type { RunStatus } from '../../runs/index.js';
 import { testPassed } from '../../runner/test-report.js';
 import { redactSecrets } from '../../redact.js';
 import { fence, inertQuote, inlineCode, literalLines, tail } from '../markdown.js';
+import { environmentProblem } from './environment-words.js';
 import type { GitHubClient, IssueRef } from '../octokit.js';
 import type { RestBudget } from '../rest-budget.js';
 import type { IssueJob } from '../job.js';
@@ -291,7 +292,10 @@ export function verificationLine(result: RunResult): string {
   }
   const before = result.verifyBefore ? testWords(result.verifyBefore) : 'not run';
   const after = result.verifyAfter ? testWords(result.verifyAfter) : 'not run';
-  return `Tests ${inlineCode(result.testCommand.command)}: before ${before} → after ${after}.`;
+  const line = `Tests ${inlineCode(result.testCommand.command)}: before ${before} → after ${after}.`;
+  // Said first and plainly: a failure here is the environment's, not the change's.
+  const problem = environmentProblem(result);
+  return problem ? `${problem}\n\n${line}` : line;
 }
 
 /**

@@ -24,6 +24,7 @@ import {
 import { isFailure, unexpectedFailure, type Failure, type RunContext } from '../run-context.js';
 import type { InstructionFileUse, RunResult } from '../run-types.js';
 import type { Workspace } from '../workspace.js';
+import { plannedSetup, setupRuns, type PlannedSetup } from '../setup-plan/planned-setup.js';
 import { previousRevisions, type PreviousRevisions } from './previous-revisions.js';
 
 export type TestCommand = NonNullable<RunResult['testCommand']>;
@@ -47,6 +48,8 @@ export interface Prepared {
   imageNamedByRepo?: boolean;
   /** Absent for the local sandbox. */
   docker?: Docker;
+  /** The repository's setup commands, automatic setup's plan, or none. */
+  setup: PlannedSetup;
   /** Setup may reach the network (`network: setup`, and there is setup). */
   setupNetwork: boolean;
   /** Setup snapshots are taken and used (Docker, there is setup, not disabled). */
@@ -90,6 +93,7 @@ export async function configure(run: RunContext, workspace: Workspace): Promise<
     if (previous)
       facts.followUpBase = { commit: previous.origin, harnessFiles: previous.harnessFiles };
 
+    const setup = await plannedSetup(config.setup, config.network, workspace.treeDir);
     const image =
       request.overrides?.image ??
       config.image ??
@@ -108,11 +112,10 @@ export async function configure(run: RunContext, workspace: Workspace): Promise<
       image,
       imageNamedByRepo: request.overrides?.image === undefined && config.image !== undefined,
       ...(request.sandbox === 'docker' ? { docker: deps.docker ?? connectDocker(env) } : {}),
-      setupNetwork: config.network === 'setup' && config.setup.length > 0,
+      setup,
+      setupNetwork: config.network === 'setup' && setupRuns(setup),
       snapshotsOn:
-        request.sandbox === 'docker' &&
-        config.setup.length > 0 &&
-        deps.snapshots?.enabled !== false,
+        request.sandbox === 'docker' && setupRuns(setup) && deps.snapshots?.enabled !== false,
       ...(previous ? { previous } : {}),
     };
     return { facts, prepared };

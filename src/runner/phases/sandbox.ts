@@ -29,6 +29,7 @@ import {
 import { withTestbedPaths } from '../../sandbox/testbed-paths.js';
 import { shellQuote } from '../../shell-quote.js';
 import { combined, errorText, tail } from '../command-output.js';
+import { setupKeyCommands, setupKeyFiles, setupRuns } from '../setup-plan/planned-setup.js';
 import type { RunContext } from '../run-context.js';
 import type { RunRequest } from '../run-types.js';
 import type { Prepared } from './config.js';
@@ -53,9 +54,9 @@ export async function startSandbox(
   prepared: Prepared,
   started: Started,
 ): Promise<void> {
-  const { docker, config, workspace } = prepared;
+  const { docker, workspace } = prepared;
   if (!docker) {
-    if (config.setup.length > 0) {
+    if (setupRuns(prepared.setup)) {
       run.log.warn(
         {},
         'the local sandbox has no network isolation: setup runs with the host network',
@@ -98,15 +99,20 @@ async function lookUpSnapshot(
   baseImageId: string,
 ): Promise<Snapshot> {
   const { config, workspace, docker } = prepared;
-  const manifests = await hashDependencyManifests(workspace.treeDir, setupInputs(config.setup));
+  // Automatic setup: the plan and the files it read, never the commit (its install is editable).
+  const setup = setupKeyCommands(prepared.setup);
+  const manifests = await hashDependencyManifests(
+    workspace.treeDir,
+    prepared.setup.source === 'auto' ? setupKeyFiles(prepared.setup) : setupInputs(setup),
+  );
   const key = snapshotKey({
     repo: snapshotRepo(run.request),
     baseImageId,
-    setup: config.setup,
+    setup,
     network: config.network,
     manifestsHash: manifests.hash,
     // The origin: a follow-up's setup and snapshot are the base revision's, never the head's.
-    treeCommit: setupInstallsTree(config.setup) ? workspace.originCommit : undefined,
+    treeCommit: setupInstallsTree(setup) ? workspace.originCommit : undefined,
   });
   return { key, hitImage: await findSnapshot(docker!, key).catch(() => undefined) };
 }

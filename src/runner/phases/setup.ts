@@ -37,7 +37,15 @@ import {
   type Failure,
   type RunContext,
 } from '../run-context.js';
-import type { RunPhase } from '../run-types.js';
+import { REPO_CONFIG_PATH } from '../repo-config.js';
+import type { EnvironmentFacts, RunPhase } from '../run-types.js';
+import {
+  finishAgentEnvironment,
+  installAgentEnvironment,
+} from '../setup-plan/agent-environment.js';
+import { collectTests, collectionUsable, type Collection } from '../setup-plan/collection.js';
+import { setupRuns } from '../setup-plan/planned-setup.js';
+import { collectionProblem, runAutoSetup } from './auto-setup.js';
 import type { Prepared } from './config.js';
 import { snapshotRepo, startSandbox, type Started } from './sandbox.js';
 
@@ -53,6 +61,8 @@ export interface SetupFacts {
   setupTail?: string;
   /** Docker: the runtime the agent and verification run under, and why. */
   runtime?: SandboxRuntime;
+  /** How the environment was made and whether the tests can run in it. */
+  environment?: EnvironmentFacts;
 }
 
 export type SetupOutcome =
@@ -65,7 +75,7 @@ type Step = <T>(name: RunPhase, fn: () => Promise<T>) => Promise<T>;
 export async function setUp(run: RunContext, prepared: Prepared): Promise<SetupOutcome> {
   const facts: SetupFacts = {};
   try {
-    const up = await bringUp(run, prepared, (name, fn) => run.phase(name, fn), facts);
+    const up = await bringUp(run, prepared, (name, fn) => run.phase(name, fn), facts, true);
     return isFailure(up) ? { facts, failure: up } : { facts, sandbox: up };
   } catch (error) {
     return { facts, failure: unexpectedFailure(run, error) };
@@ -82,6 +92,7 @@ async function bringUp(
   prepared: Prepared,
   step: Step,
   facts: SetupFacts,
+  probe = false,
 ): Promise<Sandbox | Failure> {
   const started: Started = {};
   try {
@@ -96,13 +107,19 @@ async function bringUp(
   const sandbox = started.sandbox!;
   const hit = started.snapshot?.hitImage !== undefined;
   facts.snapshotHit = hit;
+  const environment = startEnvironment(prepared, hit);
+  facts.environment = environment;
 
-  const { config, docker, setupNetwork } = prepared;
-  if (config.setup.length > 0 && !hit) {
+  const { docker, setupNetwork } = prepared;
+  let collection: Collection | undefined;
+  if (setupRuns(prepared.setup) && !hit) {
     facts.setupNetwork = setupNetwork || sandbox.kind === 'local';
-    const failure = await step('setup', () => runSetup(run, config.setup, sandbox, facts));
-    if (failure) return { outcome: 'setup_failed', error: failure };
-    if (started.snapshot && docker)
+    const t0 = Date.now();
+    const made = await step('setup', () => makeEnvironment(run, prepared, sandbox, facts));
+    environment.seconds = Math.round((Date.now() - t0) / 100) / 10;
+    if (made.failure) return { outcome: 'setup_failed', error: made.failure };
+    collection = made.collection;
+    if (started.snapshot && docker && made.keep)
       await saveSnapshot(docker, sandbox as DockerSandbox, started.snapshot.key, run);
   }
 
@@ -116,6 +133,10 @@ async function bringUp(
         error: `could not cut the sandbox network before the agent: ${errorText(error)}`,
       };
     }
+  }
+  if (probe && prepared.test) {
+    collection ??= await collectTests(sandbox, prepared.test.command, run.signal);
+    judgeEnvironment(environment, collection);
   }
   if (started.runtime) facts.runtime = started.runtime;
   if (sandbox.kind !== 'docker' || !started.runtime) return sandbox;
@@ -168,14 +189,92 @@ async function toAgentRuntime(
   return moved;
 }
 
+/** What the environment facts say before setup runs: where setup comes from, the snapshot. */
+function startEnvironment(prepared: Prepared, hit: boolean): EnvironmentFacts {
+  const planned = prepared.setup;
+  const environment: EnvironmentFacts = {
+    source: planned.source,
+    ecosystems: planned.source === 'auto' ? planned.plan.ecosystems : [],
+    commands:
+      planned.source === 'config'
+        ? planned.commands.map((command) => ({ command, from: REPO_CONFIG_PATH }))
+        : [],
+    plan:
+      planned.source === 'auto'
+        ? planned.plan.candidates.map((c) => ({ candidate: c.name, commands: c.commands }))
+        : [],
+    failed: [],
+    notes: planned.source === 'auto' ? [...planned.plan.notes] : [],
+    snapshot: hit ? 'hit' : prepared.snapshotsOn ? 'miss' : 'none',
+    network: prepared.config.network,
+    importErrors: [],
+    runnable: true,
+  };
+  if (planned.source === 'auto' && planned.skipped) environment.notes.push(planned.skipped);
+  return environment;
+}
+
+/** Collection's verdict on the environment: the tests can run, or why they cannot. */
+function judgeEnvironment(environment: EnvironmentFacts, collection: Collection | undefined): void {
+  if (collection) {
+    environment.testsCollected = collection.tests;
+    environment.importErrors = collection.importErrors;
+  }
+  const autoFailed =
+    environment.source === 'auto' &&
+    environment.failed.length > 0 &&
+    environment.commands.length === 0;
+  if (collection && !collectionUsable(collection)) {
+    environment.runnable = false;
+    environment.problem = collectionProblem(collection);
+  } else if (autoFailed && !collection) {
+    environment.runnable = false;
+    environment.problem = `automatic setup failed: ${environment.failed[0]!.reason}`;
+  }
+}
+
+/**
+ * Setup's commands (the repository's, or automatic setup's candidates) with the environment
+ * first on PATH. A configured setup that fails fails the run; automatic setup never does.
+ */
+async function makeEnvironment(
+  run: RunContext,
+  prepared: Prepared,
+  sandbox: Sandbox,
+  facts: SetupFacts,
+): Promise<{ failure?: string; keep: boolean; collection?: Collection }> {
+  const planned = prepared.setup;
+  const deadline = Date.now() + (run.deps.setupTimeoutMs ?? DEFAULT_SETUP_TIMEOUT_MS);
+  await installAgentEnvironment(sandbox, run.signal);
+  if (planned.source === 'config') {
+    const failure = await runSetup(run, planned.commands, sandbox, facts, deadline);
+    if (failure) return { failure, keep: false };
+    await finishAgentEnvironment(sandbox, run.signal);
+    return { keep: true };
+  }
+  if (planned.source !== 'auto') return { keep: false };
+  const auto = await runAutoSetup(run, planned.plan, sandbox, {
+    ...(prepared.test ? { testCommand: prepared.test.command } : {}),
+    deadline,
+  });
+  facts.setupTail = auto.tail;
+  const environment = facts.environment!;
+  environment.commands = auto.commands;
+  environment.failed = auto.failed;
+  return {
+    keep: auto.commands.length > 0,
+    ...(auto.collection ? { collection: auto.collection } : {}),
+  };
+}
+
 /** Runs setup's commands in order under one time limit; the reason it failed, or undefined. */
 async function runSetup(
   run: RunContext,
   setup: readonly string[],
   sandbox: Sandbox,
   facts: SetupFacts,
+  deadline: number,
 ): Promise<string | undefined> {
-  const deadline = Date.now() + (run.deps.setupTimeoutMs ?? DEFAULT_SETUP_TIMEOUT_MS);
   const tails: string[] = [];
   for (const [index, command] of setup.entries()) {
     const left = deadline - Date.now();
