@@ -30,7 +30,7 @@ export interface LoopState {
   readonly recorder: TrajectoryRecorder;
   readonly usage: LeafUsageTotals;
   readonly summaries: LeafStepSummary[];
-  /** Model queries answered so far (Leaf's n_steps). */
+  /** Model queries made so far, a failed one included (Leaf's n_steps). */
   nSteps: number;
   contextTokens: number;
   /** Steps whose tool calls were recovered from text. */

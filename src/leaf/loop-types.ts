@@ -63,7 +63,7 @@ export interface LeafRunResult {
   exitReason: StopReason;
   /** The error text for `llm_query_error` and `tool_error`; null otherwise. */
   error: string | null;
-  /** The last assistant content when the agent finished (`agent`); empty otherwise. */
+  /** The last assistant content when the agent finished (`agent`) or its turn was cut off; empty otherwise. */
   finalMessage: string;
   /** `git diff --binary` as UTF-8 text; empty when nothing changed or not captured. */
   patch: string;
@@ -71,9 +71,9 @@ export interface LeafRunResult {
   patchBytes: Buffer;
   /** Why the patch could not be captured (the stop reason itself is kept). */
   patchError: string | null;
-  /** True when the run ended on anything but `agent`: the patch is partial work. */
+  /** Ours: true when the run ended on anything but `agent`: the patch is partial work (the trajectory's `ended_on_limit`). */
   partial: boolean;
-  /** Model queries made (Leaf's n_steps). */
+  /** Model queries made, a failed one included (Leaf's n_steps). */
   nSteps: number;
   contextTokens: number;
   usage: LeafUsageTotals;

@@ -10,6 +10,8 @@ import { STOP_REASONS, type ToolSchema } from './protocol.js';
 import { arrayJsonBytes, tokensFromBytes } from './token-estimate.js';
 
 export const TRAJECTORY_FORMAT = 'leaf-function-calling';
+/** Upstream's exit_reason of a checkpoint written while the run goes on. */
+export const RUNNING_EXIT_REASON = 'running';
 
 const ToolCallRecord = z.object({
   id: z.string(),
@@ -108,16 +110,25 @@ export const Trajectory = z.object({
   tools: z.array(z.unknown()),
   steps: z.array(TrajectoryStep),
   n_steps: z.number().int(),
-  /** null while the run is in progress. */
-  exit_reason: z.enum(STOP_REASONS).nullable(),
+  /**
+   * `running` in checkpoints while the run is in progress, as upstream writes them (null in
+   * records written before issue 26).
+   */
+  exit_reason: z.enum([...STOP_REASONS, RUNNING_EXIT_REASON]).nullable(),
   error: z.string().nullable(),
   final_message: z.string(),
   context_tokens: z.number(),
   elapsed_sec: z.number(),
   /** null while running, after `cancelled`, or when the capture failed. */
   output_patch: z.string().nullable(),
+  /** As upstream: true in checkpoints, false in the final record. */
   partial: z.boolean(),
   // Ours
+  /**
+   * The run ended on anything but `agent` (a limit, an error, a cancel): its patch is partial
+   * work. Absent in records written before issue 26 (they said so in `partial`).
+   */
+  ended_on_limit: z.boolean().optional(),
   status: z.enum(['running', 'finished']),
   budget: TrajectoryBudget,
   usage: TrajectoryUsage,

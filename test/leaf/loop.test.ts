@@ -342,7 +342,9 @@ describe('runLeaf: stop reasons', () => {
     expect(server.chatRequests).toHaveLength(2);
     expect(result.patch).toContain('+++ b/new_dir/notes.txt');
     expect(result.trajectory.output_patch).toBe(result.patch);
-    expect(result.trajectory.partial).toBe(true);
+    // Upstream: the final record is not partial; ours says it ended on a limit.
+    expect(result.trajectory.partial).toBe(false);
+    expect(result.trajectory.ended_on_limit).toBe(true);
   });
 
   it('max_time: the budget is checked before each step', async () => {
@@ -364,7 +366,8 @@ describe('runLeaf: stop reasons', () => {
     const result = await runLeaf(options);
     expect(result.exitReason).toBe('max_time');
     expect(Date.now() - started).toBeLessThan(10_000);
-    expect(result.nSteps).toBe(1);
+    // The query the deadline ended counts, as upstream counts every query made.
+    expect(result.nSteps).toBe(2);
     expect(result.patch).toContain('+++ b/hi.txt');
   });
 
@@ -461,7 +464,7 @@ describe('runLeaf: stop reasons', () => {
     expect(result.partial).toBe(true);
     expect(result.patch).toBe('');
     expect(result.trajectory.output_patch).toBeNull();
-    expect(result.nSteps).toBe(1);
+    expect(result.nSteps).toBe(2);
     expect(readTrajectory(options.trajectoryPath!).exit_reason).toBe('cancelled');
   });
 
@@ -474,7 +477,8 @@ describe('runLeaf: stop reasons', () => {
     expect(readTrajectory(file)).toMatchObject({
       status: 'running',
       n_steps: 0,
-      exit_reason: null,
+      exit_reason: 'running',
+      partial: true,
       messages: [
         { role: 'system', content: SYSTEM_PROMPT },
         { role: 'user', content: TASK },
@@ -534,7 +538,7 @@ describe('runLeaf: stop reasons', () => {
     const result = await runLeaf(options);
     expect(result.exitReason).toBe('max_context_len');
     expect(result.error).toBeNull();
-    expect(result.nSteps).toBe(1);
+    expect(result.nSteps).toBe(2);
   });
 
   it('max_context_len: a length finish at the context limit; its tool calls are not run', async () => {
@@ -569,9 +573,9 @@ describe('runLeaf: stop reasons', () => {
     expect(result.trajectory.steps[0]!.observations).toEqual([]);
   });
 
-  it('max_context_len: a length finish without usage falls back to max_context_len', async () => {
+  it('max_tokens_per_turn: a length finish without usage is put on the per-turn cap (upstream)', async () => {
     const { options } = await setup([finalAnswer('cut', { finishReason: 'max_tokens' })]);
-    expect((await runLeaf(options)).exitReason).toBe('max_context_len');
+    expect((await runLeaf(options)).exitReason).toBe('max_tokens_per_turn');
   });
 
   it('max_context_len: tool messages push the count to the limit', async () => {
@@ -636,6 +640,114 @@ describe('runLeaf: stop reasons', () => {
     expect(result.patchError).toMatch(/patch capture: `git add` failed/);
     expect(result.trajectory.output_patch).toBeNull();
     expect(result.trajectory.patch_error).toBe(result.patchError);
+  });
+});
+
+describe("runLeaf: upstream's edges (leaf-protocol.md §8)", () => {
+  it('1: finish_reason is matched case-insensitively; a LENGTH turn is cut off', async () => {
+    const { server, options } = await setup([
+      toolCall(
+        'Write',
+        { file_path: 'cut.txt', content: 'x' },
+        { finishReason: 'LENGTH', usage: { prompt_tokens: 500, completion_tokens: 8192 } },
+      ),
+      finalAnswer('never'),
+    ]);
+    const result = await runLeaf(options);
+    expect(result.exitReason).toBe('max_tokens_per_turn');
+    expect(server.chatRequests).toHaveLength(1);
+    expect(result.trajectory.steps[0]!.observations).toEqual([]);
+    // Recorded as the server sent it.
+    expect(result.trajectory.steps[0]!.finish_reason).toBe('LENGTH');
+    expect(result.patch).toBe('');
+  });
+
+  it('2: a cut-off turn without prompt and completion counts stops with max_tokens_per_turn', async () => {
+    const { options } = await setup([
+      toolCall(
+        'Write',
+        { file_path: 'cut.txt', content: 'x' },
+        { finishReason: 'length', usage: { completion_tokens: 100 } },
+      ),
+    ]);
+    const result = await runLeaf(options);
+    expect(result.exitReason).toBe('max_tokens_per_turn');
+    expect(result.trajectory.steps[0]!.observations).toEqual([]);
+  });
+
+  it('2: both counts present and neither limit reached is still max_context_len, as upstream', async () => {
+    const { options } = await setup([
+      finalAnswer('cut', {
+        finishReason: 'length',
+        usage: { prompt_tokens: 500, completion_tokens: 100 },
+      }),
+    ]);
+    expect((await runLeaf(options)).exitReason).toBe('max_context_len');
+  });
+
+  it("3: on a cut-off turn final_message is that turn's content", async () => {
+    const { options } = await setup([
+      finalAnswer('I was about to say', {
+        finishReason: 'max_tokens',
+        usage: { prompt_tokens: 500, completion_tokens: 8192 },
+      }),
+    ]);
+    const result = await runLeaf(options);
+    expect(result.exitReason).toBe('max_tokens_per_turn');
+    expect(result.finalMessage).toBe('I was about to say');
+    expect(result.trajectory.final_message).toBe('I was about to say');
+  });
+
+  it('4: n_steps counts a query that failed (one step, then a context rejection: 2)', async () => {
+    const { options } = await setup([
+      toolCall('Write', { file_path: 'a.txt', content: 'fix' }),
+      contextOverflow(),
+    ]);
+    const result = await runLeaf(options);
+    expect(result.exitReason).toBe('max_context_len');
+    expect(result.nSteps).toBe(2);
+    expect(result.trajectory.n_steps).toBe(2);
+    expect(result.trajectory.steps).toHaveLength(1);
+    expect(readTrajectory(options.trajectoryPath!).n_steps).toBe(2);
+  });
+
+  it('5: checkpoints are partial with exit_reason "running"; the final record is not partial', async () => {
+    const seen: { exit_reason: string | null; partial: boolean; ended_on_limit?: boolean }[] = [];
+    const { options } = await setup(
+      [toolCall('Bash', { command: 'true' }), toolCall('Bash', { command: 'true' })],
+      {
+        maxSteps: 2,
+        onStep: () => {
+          const { exit_reason, partial, ended_on_limit } = readTrajectory(options.trajectoryPath!);
+          seen.push({ exit_reason, partial, ended_on_limit });
+        },
+      },
+    );
+    const result = await runLeaf(options);
+    expect(result.exitReason).toBe('max_turns');
+    expect(seen).toEqual([
+      { exit_reason: 'running', partial: true, ended_on_limit: false },
+      { exit_reason: 'running', partial: true, ended_on_limit: false },
+    ]);
+    const final = readTrajectory(options.trajectoryPath!);
+    expect(final).toMatchObject({
+      exit_reason: 'max_turns',
+      partial: false,
+      ended_on_limit: true,
+      status: 'finished',
+    });
+    // Ours: the result still says the patch is partial work.
+    expect(result.partial).toBe(true);
+  });
+
+  it('5: an agent finish is neither partial nor ended on a limit', async () => {
+    const { options } = await setup([finalAnswer('done')]);
+    const result = await runLeaf(options);
+    expect(result.trajectory).toMatchObject({
+      exit_reason: 'agent',
+      partial: false,
+      ended_on_limit: false,
+    });
   });
 });
 
