@@ -10,7 +10,8 @@ import {
   SYSTEM_PROMPT,
   TOOL_SCHEMAS,
 } from './protocol.js';
-import { TrajectoryRecorder } from './trajectory.js';
+import type { ReplayedCall } from './sandbox-recovery.js';
+import { TrajectoryRecorder, type SandboxRecovery } from './trajectory.js';
 
 export const Limits = z.object({
   maxSteps: z.number().int().min(0),
@@ -38,6 +39,10 @@ export interface LoopState {
   /** Tool-call ids handed out by the fallback so far, so recovered ids stay unique. */
   fallbackIds: number;
   trajectoryError: string | null;
+  /** The Write, Edit and Bash calls so far, for replay on a rebuilt sandbox. */
+  replayLog: ReplayedCall[];
+  /** Each loss of the sandbox, rebuilt or not. */
+  recoveries: SandboxRecovery[];
 }
 
 /** Validates the limits, starts the clock and the history (system + user, §1). */
@@ -73,6 +78,8 @@ export function createLoopState(options: LeafRunOptions): LoopState {
     fallbacks: 0,
     fallbackIds: 0,
     trajectoryError: null,
+    replayLog: [],
+    recoveries: [],
   };
 }
 
@@ -83,4 +90,9 @@ export function elapsedMs(state: LoopState): number {
 /** The budget's clock: time the model spent waiting for a slot does not count. */
 export function budgetNow(state: LoopState): number {
   return performance.now() - (state.options.model.waitedMs?.() ?? 0);
+}
+
+/** The deadline on the wall clock: the budget's deadline moved on by the time spent waiting. */
+export function wallDeadline(state: LoopState): number {
+  return state.deadline + (performance.now() - budgetNow(state));
 }

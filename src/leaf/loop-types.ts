@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Model } from './model.js';
 import type { StopReason } from './protocol.js';
 import type { Sandbox } from './sandbox.js';
-import type { Trajectory } from './trajectory.js';
+import type { SandboxRecovery, Trajectory } from './trajectory.js';
 
 export interface LeafStepProgress {
   /** 1-based count of model queries so far (for "step n/max" lines). */
@@ -80,6 +80,8 @@ export interface LeafRunResult {
   steps: LeafStepSummary[];
   elapsedMs: number;
   toolCallFallbacks: number;
+  /** Each time the sandbox was lost, rebuilt and replayed or not (the trajectory's record). */
+  sandboxRecoveries: SandboxRecovery[];
   /** Set when a trajectory write failed (the run itself went on). */
   trajectoryError: string | null;
 }

@@ -50,6 +50,7 @@ export function trajectoryTail(
       ? { model_wait_sec: round3(state.options.model.waitedMs() / 1000) }
       : {}),
     patch_error: extra.patchError,
+    sandbox_recoveries: state.recoveries.map((recovery) => ({ ...recovery })),
   };
 }
 

@@ -101,6 +101,24 @@ export const ModelEndpointRecord = z.object({
 });
 export type ModelEndpointRecord = z.infer<typeof ModelEndpointRecord>;
 
+/** Ours: one loss of the sandbox, in the trajectory's `sandbox_recoveries`. */
+export const SandboxRecovery = z.object({
+  /** The step whose tool call found the sandbox gone; null when the patch capture did. */
+  step: z.number().int().nullable(),
+  /** That call's tool, or `patch capture`. */
+  tool: z.string(),
+  /** Seconds into the run when the loss was found. */
+  at_sec: z.number(),
+  /** Why the sandbox counted as lost (the container's state). */
+  reason: z.string(),
+  /** Earlier calls replayed on the rebuilt sandbox (as far as it got). */
+  replayed_calls: z.number().int(),
+  duration_sec: z.number(),
+  /** True when the sandbox was rebuilt and every replay matched: the loop went on. */
+  rebuilt: z.boolean(),
+});
+export type SandboxRecovery = z.infer<typeof SandboxRecovery>;
+
 export const Trajectory = z.object({
   trajectory_format: z.literal(TRAJECTORY_FORMAT),
   trajectory_id: z.string(),
@@ -138,6 +156,8 @@ export const Trajectory = z.object({
   model_endpoints: z.array(ModelEndpointRecord).optional(),
   /** Time spent waiting for a model slot: not counted against the time budget. */
   model_wait_sec: z.number().optional(),
+  /** Each time the sandbox was lost: rebuilt and replayed, or not (absent before issue 26). */
+  sandbox_recoveries: z.array(SandboxRecovery).optional(),
 });
 export type Trajectory = z.infer<typeof Trajectory>;
 

@@ -632,6 +632,37 @@ describe('runLeaf: stop reasons', () => {
     expect(result.patch).toContain('+++ b/kept.txt');
   });
 
+  it('7: a failed patch capture is tried again, never kept as an empty patch', async () => {
+    const { options, sandbox } = await setup([
+      toolCall('Write', { file_path: 'kept.txt', content: 'k\n' }),
+      finalAnswer('done'),
+    ]);
+    let failures = 0;
+    const flaky: Sandbox = {
+      kind: sandbox.kind,
+      workdir: sandbox.workdir,
+      homeDir: sandbox.homeDir,
+      exec: (command, execOptions) => {
+        if (command.endsWith(' add -A') && failures === 0) {
+          failures++;
+          return Promise.reject(new SandboxFailure('the engine hiccuped'));
+        }
+        return sandbox.exec(command, execOptions);
+      },
+      readFile: (p) => sandbox.readFile(p),
+      readLines: (p, request) => sandbox.readLines(p, request),
+      editFile: (p, oldText, newText, all) => sandbox.editFile(p, oldText, newText, all),
+      writeFile: (p, data) => sandbox.writeFile(p, data),
+      glob: (pattern) => sandbox.glob(pattern),
+      dispose: () => sandbox.dispose(),
+    };
+    const result = await runLeaf({ ...options, sandbox: flaky });
+    expect(failures).toBe(1);
+    expect(result.exitReason).toBe('agent');
+    expect(result.patchError).toBeNull();
+    expect(result.patch).toContain('+++ b/kept.txt');
+  });
+
   it('keeps the stop reason and reports patchError when the capture fails', async () => {
     const { options, sandbox } = await setup([finalAnswer('done')]);
     await rm(path.join(sandbox.workdir, '.git'), { recursive: true, force: true });

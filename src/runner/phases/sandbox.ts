@@ -132,7 +132,7 @@ async function startDocker(
  * The snapshot holds the tree of its own time: drop what git tracked then, keep what setup
  * made (snapshot-cache.ts explains), so today's tree comes in clean.
  */
-async function refreshTree(run: RunContext, sandbox: DockerSandbox): Promise<void> {
+export async function refreshTree(run: RunContext, sandbox: DockerSandbox): Promise<void> {
   const refreshed = await sandbox.exec(refreshTreeCommand(sandbox.workdir), {
     timeoutMs: 120_000,
     signal: run.signal,

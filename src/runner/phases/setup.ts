@@ -39,6 +39,8 @@ export const DEFAULT_SETUP_TIMEOUT_MS = 20 * 60_000;
 export interface SetupFacts {
   /** Setup was skipped thanks to a snapshot image. */
   snapshotHit?: boolean;
+  /** The setup snapshot this run started from or saved (a lost sandbox starts again from it). */
+  snapshotImage?: string;
   /** Setup ran with a network (set when setup ran). */
   setupNetwork?: boolean;
   /** The end of setup's output, as far as it ran. */
@@ -86,14 +88,17 @@ async function bringUp(
   const sandbox = started.sandbox!;
   const hit = started.snapshot?.hitImage !== undefined;
   facts.snapshotHit = hit;
+  if (hit) facts.snapshotImage = snapshotTag(started.snapshot!.key);
 
   const { config, docker, setupNetwork } = prepared;
   if (config.setup.length > 0 && !hit) {
     facts.setupNetwork = setupNetwork || sandbox.kind === 'local';
     const failure = await step('setup', () => runSetup(run, config.setup, sandbox, facts));
     if (failure) return { outcome: 'setup_failed', error: failure };
-    if (started.snapshot && docker)
-      await saveSnapshot(docker, sandbox as DockerSandbox, started.snapshot.key, run);
+    if (started.snapshot && docker) {
+      const saved = await saveSnapshot(docker, sandbox as DockerSandbox, started.snapshot.key, run);
+      if (saved) facts.snapshotImage = snapshotTag(started.snapshot.key);
+    }
   }
 
   // Cut the network before anything else runs in there.
@@ -144,7 +149,7 @@ async function saveSnapshot(
   sandbox: DockerSandbox,
   key: string,
   run: RunContext,
-): Promise<void> {
+): Promise<boolean> {
   // A failed snapshot costs the next run its head start, never this run its result.
   try {
     // The run label is the container's; the image must not look like a live run's.
@@ -156,7 +161,9 @@ async function saveSnapshot(
       keep: run.deps.snapshots?.keep ?? DEFAULT_SNAPSHOT_CAP,
     });
     run.log.info({ key, evicted: evicted.length }, 'setup snapshot saved');
+    return true;
   } catch (error) {
     run.log.warn({ key, err: errorText(error) }, 'setup snapshot failed');
+    return false;
   }
 }
