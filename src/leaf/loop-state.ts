@@ -10,7 +10,6 @@ import {
   SYSTEM_PROMPT,
   TOOL_SCHEMAS,
 } from './protocol.js';
-import type { ReplayedCall } from './sandbox-recovery.js';
 import { TrajectoryRecorder, type SandboxRecovery } from './trajectory.js';
 
 export const Limits = z.object({
@@ -20,6 +19,13 @@ export const Limits = z.object({
   timeBudgetMs: z.number().min(0).optional(),
 });
 export type Limits = z.infer<typeof Limits>;
+
+/** A changing call of the loop and the outcome a replay must reproduce (sandbox-recovery.ts). */
+export interface ReplayedCall {
+  name: string;
+  arguments: string;
+  outcome: string;
+}
 
 export interface LoopState {
   readonly options: LeafRunOptions;

@@ -22,13 +22,6 @@ export const SANDBOX_LOST_PREFIX = 'the sandbox was lost and could not be rebuil
 /** Upstream's `_MUTATING_TOOLS`: the calls a rebuilt sandbox must see again. */
 const REPLAYED_TOOLS = new Set(['Write', 'Edit', 'Bash']);
 
-/** A changing call of the loop and the outcome a replay must reproduce. */
-export interface ReplayedCall {
-  name: string;
-  arguments: string;
-  outcome: string;
-}
-
 /**
  * Upstream's `_replay_outcome`: a Bash call's status line (`Exit code: N`, `Timed out after
  * Xs`) when it has one, else the whole observation (a runner exit, an error, Write and Edit).
