@@ -7,6 +7,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runLeaf, isContextOverflowError, type LeafRunOptions } from '../../src/leaf/loop.js';
 import type { ChatMessage } from '../../src/leaf/messages.js';
 import type { Model } from '../../src/leaf/model.js';
+import { modelConfigFrom } from '../../src/commands/model-config-from.js';
+import { loadProcessConfig } from '../../src/config.js';
 import { createOpenAIModel } from '../../src/leaf/openai-model.js';
 import { DEFAULT_REQUEST, SYSTEM_PROMPT, TOOL_SCHEMAS } from '../../src/leaf/protocol.js';
 import { SandboxFailure, type Sandbox } from '../../src/leaf/sandbox.js';
@@ -779,6 +781,33 @@ describe("runLeaf: upstream's edges (leaf-protocol.md §8)", () => {
       partial: false,
       ended_on_limit: false,
     });
+  });
+});
+
+describe('runLeaf with FROGNANO_MAX_COMPLETION_TOKENS=32000 (SWE-bench Pro / Terminal-Bench 2 presets)', () => {
+  it('9: sends the 32000 cap, runs a 9000-token turn, and cuts a 32000-token turn as max_tokens_per_turn', async () => {
+    const config = modelConfigFrom(loadProcessConfig({ FROGNANO_MAX_COMPLETION_TOKENS: '32000' }));
+    expect(config.maxCompletionTokens).toBe(32000);
+    const { server, options } = await setup([
+      toolCall(
+        'Bash',
+        { command: 'true' },
+        { usage: { prompt_tokens: 1000, completion_tokens: 9000 } },
+      ),
+      finalAnswer('long thought, cut', {
+        finishReason: 'length',
+        usage: { prompt_tokens: 10_100, completion_tokens: 32_000 },
+      }),
+    ]);
+    const result = await runLeaf({
+      ...options,
+      model: createOpenAIModel({ ...config, baseUrl: server.baseUrl, maxRetries: 0 }),
+      maxTokensPerTurn: config.maxCompletionTokens,
+    });
+    expect(server.chatRequests.map((r) => r.body?.max_completion_tokens)).toEqual([32000, 32000]);
+    expect(result.trajectory.steps[0]!.observations).toHaveLength(1);
+    expect(result.exitReason).toBe('max_tokens_per_turn');
+    expect(result.trajectory.budget.max_tokens_per_turn).toBe(32000);
   });
 });
 
