@@ -71,12 +71,17 @@ export async function finishRun(state: LoopState, final: Stop): Promise<LeafRunR
 async function captureFinalPatch(state: LoopState, final: Stop): Promise<CapturedPatch> {
   // Record the stop before the (possibly slow) capture, so a crash there loses nothing else.
   await checkpoint(state, trajectoryTail(state, final, RUNNING));
+  // One deadline for both tries; the first failure is the one reported (a retry after a
+  // killed `git add` only meets the lock it left).
+  const options = captureOptions(state);
+  let first: string | undefined;
   for (let attempt = 1; ; attempt++) {
     try {
-      const bytes = await capturePatch(state.options.sandbox, captureOptions(state));
+      const bytes = await capturePatch(state.options.sandbox, options);
       return { bytes, text: bytes.toString('utf8'), error: null };
     } catch (error) {
       const patchError = describeError(error);
+      first ??= patchError;
       state.options.logger?.warn(
         { instanceId: state.options.instanceId, error: patchError, attempt },
         'patch capture failed',
@@ -85,9 +90,10 @@ async function captureFinalPatch(state: LoopState, final: Stop): Promise<Capture
         error instanceof SandboxLost
           ? await recoverSandbox(state, error, { step: null, tool: 'patch capture' })
           : undefined;
-      if (attempt >= CAPTURE_ATTEMPTS || unrecovered) {
+      const timeLeft = options.deadline === undefined || Date.now() < options.deadline;
+      if (attempt >= CAPTURE_ATTEMPTS || unrecovered || !timeLeft) {
         const why = unrecovered ? `; ${unrecovered.error ?? unrecovered.reason}` : '';
-        return { bytes: Buffer.alloc(0), text: null, error: patchError + why };
+        return { bytes: Buffer.alloc(0), text: null, error: first + why };
       }
     }
   }
