@@ -17,9 +17,9 @@ export function isContextOverflowError(text: string): boolean {
   );
 }
 
-/** §5: the turn was cut off, so its tool calls may be cut off too. */
+/** §5: the turn was cut off, so its tool calls may be cut off too (any case, as upstream: `LENGTH`). */
 export function isLengthFinish(finishReason: string | null): boolean {
-  return finishReason !== null && LENGTH_FINISH_REASONS.has(finishReason);
+  return finishReason !== null && LENGTH_FINISH_REASONS.has(finishReason.toLowerCase());
 }
 
 /** Context tokens := usage.total_tokens, else prompt + completion, else the estimate. */
@@ -32,17 +32,19 @@ export function contextTokensAfter(response: ModelResponse, recorder: Trajectory
   return recorder.historyTokenEstimate();
 }
 
+/**
+ * Which limit a cut-off turn ran into (upstream's `_length_exit_reason`): with both counts, the
+ * context limit, else the per-turn cap, else the context limit; without them the per-turn cap
+ * (ours is always set), never a guess from our estimate.
+ */
 export function classifyLengthFinish(
   response: ModelResponse,
-  contextTokens: number,
   limits: { maxContextTokens: number; maxTokensPerTurn: number },
 ): StopReason {
   const prompt = response.usage?.promptTokens;
   const completion = response.usage?.completionTokens;
-  const used =
-    prompt !== undefined && completion !== undefined ? prompt + completion : contextTokens;
-  if (used >= limits.maxContextTokens) return 'max_context_len';
-  if (completion !== undefined && completion >= limits.maxTokensPerTurn)
-    return 'max_tokens_per_turn';
+  if (prompt === undefined || completion === undefined) return 'max_tokens_per_turn';
+  if (prompt + completion >= limits.maxContextTokens) return 'max_context_len';
+  if (completion >= limits.maxTokensPerTurn) return 'max_tokens_per_turn';
   return 'max_context_len';
 }

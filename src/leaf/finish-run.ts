@@ -1,10 +1,12 @@
 // The end of a Leaf run (leaf-protocol.md §5): after any stop but `cancelled` the patch is
 // captured (partial work is still shown), then the final trajectory is written and the
 // result assembled from the loop's state.
-import { capturePatch } from './capture-patch.js';
+import { capturePatch, type CapturePatchOptions } from './capture-patch.js';
 import { describeError } from './describe-error.js';
 import { budgetNow, elapsedMs, type LoopState } from './loop-state.js';
 import type { LeafRunResult } from './loop-types.js';
+import { SandboxLost } from './sandbox.js';
+import { recoverSandbox } from './sandbox-recovery.js';
 import type { Stop } from './stop.js';
 import { RUNNING, checkpoint, trajectoryTail } from './trajectory-checkpoint.js';
 
@@ -56,33 +58,54 @@ export async function finishRun(state: LoopState, final: Stop): Promise<LeafRunR
     steps: state.summaries,
     elapsedMs: elapsedMs(state),
     toolCallFallbacks: state.fallbacks,
+    sandboxRecoveries: state.recoveries,
     trajectoryError: state.trajectoryError,
   };
 }
 
+/**
+ * Upstream never records a failed capture as an empty patch: it retries the attempt. Ours tries
+ * the capture again once (a lost sandbox rebuilt and replayed first), and only then reports the
+ * error, which fails the attempt (runner/phases/agent.ts).
+ */
 async function captureFinalPatch(state: LoopState, final: Stop): Promise<CapturedPatch> {
-  const { timeBudgetMs } = state.limits;
   // Record the stop before the (possibly slow) capture, so a crash there loses nothing else.
   await checkpoint(state, trajectoryTail(state, final, RUNNING));
-  try {
-    const bytes = await capturePatch(
-      state.options.sandbox,
-      timeBudgetMs === undefined
-        ? {}
-        : {
-            deadline:
-              Date.now() +
-              Math.max(0, state.deadline - budgetNow(state)) +
-              CAPTURE_DEADLINE_GRACE_MS,
-          },
-    );
-    return { bytes, text: bytes.toString('utf8'), error: null };
-  } catch (error) {
-    const patchError = describeError(error);
-    state.options.logger?.warn(
-      { instanceId: state.options.instanceId, error: patchError },
-      'patch capture failed',
-    );
-    return { bytes: Buffer.alloc(0), text: null, error: patchError };
+  // One deadline for both tries; the first failure is the one reported (a retry after a
+  // killed `git add` only meets the lock it left).
+  const options = captureOptions(state);
+  let first: string | undefined;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const bytes = await capturePatch(state.options.sandbox, options);
+      return { bytes, text: bytes.toString('utf8'), error: null };
+    } catch (error) {
+      const patchError = describeError(error);
+      first ??= patchError;
+      state.options.logger?.warn(
+        { instanceId: state.options.instanceId, error: patchError, attempt },
+        'patch capture failed',
+      );
+      const unrecovered =
+        error instanceof SandboxLost
+          ? await recoverSandbox(state, error, { step: null, tool: 'patch capture' })
+          : undefined;
+      const timeLeft = options.deadline === undefined || Date.now() < options.deadline;
+      if (attempt >= CAPTURE_ATTEMPTS || unrecovered || !timeLeft) {
+        const why = unrecovered ? `; ${unrecovered.error ?? unrecovered.reason}` : '';
+        return { bytes: Buffer.alloc(0), text: null, error: first + why };
+      }
+    }
   }
+}
+
+/** One retry, as a fresh capture: enough for a passing fault, never a loop. */
+const CAPTURE_ATTEMPTS = 2;
+
+function captureOptions(state: LoopState): CapturePatchOptions {
+  if (state.limits.timeBudgetMs === undefined) return {};
+  return {
+    deadline:
+      Date.now() + Math.max(0, state.deadline - budgetNow(state)) + CAPTURE_DEADLINE_GRACE_MS,
+  };
 }

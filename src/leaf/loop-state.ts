@@ -10,7 +10,7 @@ import {
   SYSTEM_PROMPT,
   TOOL_SCHEMAS,
 } from './protocol.js';
-import { TrajectoryRecorder } from './trajectory.js';
+import { TrajectoryRecorder, type SandboxRecovery } from './trajectory.js';
 
 export const Limits = z.object({
   maxSteps: z.number().int().min(0),
@@ -19,6 +19,13 @@ export const Limits = z.object({
   timeBudgetMs: z.number().min(0).optional(),
 });
 export type Limits = z.infer<typeof Limits>;
+
+/** A changing call of the loop and the outcome a replay must reproduce (sandbox-recovery.ts). */
+export interface ReplayedCall {
+  name: string;
+  arguments: string;
+  outcome: string;
+}
 
 export interface LoopState {
   readonly options: LeafRunOptions;
@@ -30,7 +37,7 @@ export interface LoopState {
   readonly recorder: TrajectoryRecorder;
   readonly usage: LeafUsageTotals;
   readonly summaries: LeafStepSummary[];
-  /** Model queries answered so far (Leaf's n_steps). */
+  /** Model queries made so far, a failed one included (Leaf's n_steps). */
   nSteps: number;
   contextTokens: number;
   /** Steps whose tool calls were recovered from text. */
@@ -38,6 +45,10 @@ export interface LoopState {
   /** Tool-call ids handed out by the fallback so far, so recovered ids stay unique. */
   fallbackIds: number;
   trajectoryError: string | null;
+  /** The Write, Edit and Bash calls so far, for replay on a rebuilt sandbox. */
+  replayLog: ReplayedCall[];
+  /** Each loss of the sandbox, rebuilt or not. */
+  recoveries: SandboxRecovery[];
 }
 
 /** Validates the limits, starts the clock and the history (system + user, §1). */
@@ -73,6 +84,8 @@ export function createLoopState(options: LeafRunOptions): LoopState {
     fallbacks: 0,
     fallbackIds: 0,
     trajectoryError: null,
+    replayLog: [],
+    recoveries: [],
   };
 }
 
@@ -83,4 +96,9 @@ export function elapsedMs(state: LoopState): number {
 /** The budget's clock: time the model spent waiting for a slot does not count. */
 export function budgetNow(state: LoopState): number {
   return performance.now() - (state.options.model.waitedMs?.() ?? 0);
+}
+
+/** The deadline on the wall clock: the budget's deadline moved on by the time spent waiting. */
+export function wallDeadline(state: LoopState): number {
+  return state.deadline + (performance.now() - budgetNow(state));
 }

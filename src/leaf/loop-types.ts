@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Model } from './model.js';
 import type { StopReason } from './protocol.js';
 import type { Sandbox } from './sandbox.js';
-import type { Trajectory } from './trajectory.js';
+import type { SandboxRecovery, Trajectory } from './trajectory.js';
 
 export interface LeafStepProgress {
   /** 1-based count of model queries so far (for "step n/max" lines). */
@@ -63,7 +63,7 @@ export interface LeafRunResult {
   exitReason: StopReason;
   /** The error text for `llm_query_error` and `tool_error`; null otherwise. */
   error: string | null;
-  /** The last assistant content when the agent finished (`agent`); empty otherwise. */
+  /** The last assistant content when the agent finished (`agent`) or its turn was cut off; empty otherwise. */
   finalMessage: string;
   /** `git diff --binary` as UTF-8 text; empty when nothing changed or not captured. */
   patch: string;
@@ -71,15 +71,17 @@ export interface LeafRunResult {
   patchBytes: Buffer;
   /** Why the patch could not be captured (the stop reason itself is kept). */
   patchError: string | null;
-  /** True when the run ended on anything but `agent`: the patch is partial work. */
+  /** Ours: true when the run ended on anything but `agent`: the patch is partial work (the trajectory's `ended_on_limit`). */
   partial: boolean;
-  /** Model queries made (Leaf's n_steps). */
+  /** Model queries made, a failed one included (Leaf's n_steps). */
   nSteps: number;
   contextTokens: number;
   usage: LeafUsageTotals;
   steps: LeafStepSummary[];
   elapsedMs: number;
   toolCallFallbacks: number;
+  /** Each time the sandbox was lost, rebuilt and replayed or not (the trajectory's record). */
+  sandboxRecoveries: SandboxRecovery[];
   /** Set when a trajectory write failed (the run itself went on). */
   trajectoryError: string | null;
 }

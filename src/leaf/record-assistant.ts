@@ -1,4 +1,4 @@
-// Records a step's model answer (leaf-protocol.md §1, §5): counts the query and its usage,
+// Records a step's model answer (leaf-protocol.md §1, §5): counts its usage,
 // recovers tool calls written as text, appends the assistant message, takes the context count,
 // and opens the step's trajectory record and summary for its tool calls to fill.
 import { contextTokensAfter } from './context-limits.js';
@@ -21,7 +21,6 @@ export function recordAssistant(
   index: number,
   response: ModelResponse,
 ): RecordedAssistant {
-  state.nSteps++;
   countUsage(state.usage, response);
   const fallback = applyToolCallFallback(response.message, state.fallbackIds);
   const message: AssistantMessage = fallback.message;

@@ -2,12 +2,14 @@
 // estimated tokens added to the context count; a cancel, the deadline or a sandbox failure
 // stops the run before the next call.
 import { describeError } from './describe-error.js';
-import { budgetNow, type LoopState } from './loop-state.js';
+import { wallDeadline, type LoopState } from './loop-state.js';
 import type { LeafStepSummary } from './loop-types.js';
 import type { ToolCall, ToolMessage } from './messages.js';
 import { AbortedError } from './race-abort.js';
 import { round3 } from './round3.js';
 import { DEADLINE_PASSED, runToolCall } from './run-tool-call.js';
+import { SandboxLost } from './sandbox.js';
+import { recoverSandbox, rememberCall } from './sandbox-recovery.js';
 import { interrupted, stopped, type Stop } from './stop.js';
 import { arrayJsonBytes, tokensFromBytes } from './token-estimate.js';
 import type { TrajectoryStep } from './trajectory.js';
@@ -54,29 +56,38 @@ export async function runToolCalls(
   return stop;
 }
 
-/** The observation, or the stop a call past the deadline, a cancel or a sandbox failure means. */
+/**
+ * The observation, or the stop a call past the deadline, a cancel or a sandbox failure means. A
+ * lost sandbox is rebuilt and replayed, then the call runs again (sandbox-recovery.ts).
+ */
 async function callTool(state: LoopState, index: number, call: ToolCall): Promise<string | Stop> {
   const { sandbox, signal, logger, instanceId } = state.options;
-  try {
-    // The deadline on the wall clock: the budget's deadline moved on by the time spent waiting.
-    const wallDeadline = state.deadline + (performance.now() - budgetNow(state));
-    const outcome = await runToolCall(sandbox, call.function, signal, wallDeadline);
-    if (outcome === DEADLINE_PASSED) {
+  for (;;) {
+    try {
+      const outcome = await runToolCall(sandbox, call.function, signal, wallDeadline(state));
+      if (outcome === DEADLINE_PASSED) {
+        logger?.warn(
+          { instanceId, step: index, tool: call.function.name },
+          'tool call outlived the run deadline; abandoned',
+        );
+        return stopped('max_time');
+      }
+      rememberCall(state, call.function, outcome);
+      return outcome;
+    } catch (error) {
+      if (error instanceof AbortedError) return stopped('cancelled');
+      if (error instanceof SandboxLost) {
+        const stop = await recoverSandbox(state, error, { step: index, tool: call.function.name });
+        if (stop) return stop;
+        continue;
+      }
+      const stop = stopped('tool_error', describeError(error));
       logger?.warn(
-        { instanceId, step: index, tool: call.function.name },
-        'tool call outlived the run deadline; abandoned',
+        { instanceId, step: index, tool: call.function.name, error: stop.error },
+        'sandbox failed',
       );
-      return stopped('max_time');
+      return stop;
     }
-    return outcome;
-  } catch (error) {
-    if (error instanceof AbortedError) return stopped('cancelled');
-    const stop = stopped('tool_error', describeError(error));
-    logger?.warn(
-      { instanceId, step: index, tool: call.function.name, error: stop.error },
-      'sandbox failed',
-    );
-    return stop;
   }
 }
 

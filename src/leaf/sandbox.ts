@@ -32,6 +32,11 @@ export interface ExecResult {
    * truncated observation so the model always sees them.
    */
   notes?: string[];
+  /**
+   * The tool runner itself ended while this command ran (killed by the command, OOM): its exit
+   * status and what it wrote. The model sees upstream's `Tool runner exited with code N.`
+   */
+  runnerExit?: { code: number; output: string };
 }
 
 /** Which numbered lines a Read shows (Leaf's offset/limit after int()). */
@@ -105,6 +110,11 @@ export interface Sandbox {
     pattern: string,
     options: { root: string; limit: number },
   ): Promise<{ shown: string[]; total: number }>;
+  /**
+   * Replaces a lost sandbox (SandboxLost) with a new one started from the attempt's starting
+   * image, with no network; the caller replays what the loop changed. Absent: cannot be rebuilt.
+   */
+  rebuild?(): Promise<void>;
   /** Idempotent; frees every resource (process, container, temp dir). */
   dispose(): Promise<void>;
 }
@@ -136,5 +146,16 @@ export class SandboxFailure extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'SandboxFailure';
+  }
+}
+
+/**
+ * The sandbox is gone (its container died or was removed), not merely its tool helper: the loop
+ * may rebuild it and replay its changes (leaf-protocol.md §8, item 8).
+ */
+export class SandboxLost extends SandboxFailure {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'SandboxLost';
   }
 }

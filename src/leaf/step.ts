@@ -14,8 +14,10 @@ import { stopped, type Stop } from './stop.js';
 import { RUNNING, checkpoint, trajectoryTail } from './trajectory-checkpoint.js';
 
 export async function runStep(state: LoopState, index: number): Promise<Stop | undefined> {
+  // Counted before the query, as upstream does: a query that fails is one of n_steps.
+  state.nSteps++;
   const query = await queryModel(state);
-  // A failed query is no step: nothing is recorded for it.
+  // A failed query is no step: nothing else is recorded for it.
   if (!query.ok) return query.stop;
   const recorded = recordAssistant(state, index, query.response);
   const stop = await act(state, query.response, recorded);
@@ -41,8 +43,9 @@ async function act(
 ): Promise<Stop | undefined> {
   const calls = message.tool_calls ?? [];
   // A cut-off turn's tool calls may be cut off too: never run them.
+  // Upstream's final_message is the cut-off turn's content too.
   if (isLengthFinish(response.finishReason)) {
-    return stopped(classifyLengthFinish(response, state.contextTokens, state.limits));
+    return stopped(classifyLengthFinish(response, state.limits), null, message.content ?? '');
   }
   if (calls.length === 0) return stopped('agent', null, message.content ?? '');
   const stop = await runToolCalls(state, calls, step, summary);

@@ -258,6 +258,10 @@ async function bash(sandbox: Sandbox, args: PyDict, options: ExecuteToolOptions)
     maxOutputBytes: BASH_STREAM_CAP_BYTES,
     ...(signal ? { signal } : {}),
   });
+  if (result.runnerExit) {
+    // Upstream's environment turns a runner that exited non-zero into this observation.
+    return `Tool runner exited with code ${result.runnerExit.code}.\n${result.runnerExit.output}`;
+  }
   if (result.timedOut) {
     // TimeoutExpired carries the raw bytes read so far: decoded, but no newline translation.
     return bashObservation(`Timed out after ${pyFormatFixed1(timeout)}s`, result, (text) => text);

@@ -4,7 +4,7 @@ import { describeError } from './describe-error.js';
 import { elapsedMs, type LoopState } from './loop-state.js';
 import { round3 } from './round3.js';
 import type { Stop } from './stop.js';
-import type { TrajectoryTail } from './trajectory.js';
+import { RUNNING_EXIT_REASON, type TrajectoryTail } from './trajectory.js';
 
 export interface TailStatus {
   status: 'running' | 'finished';
@@ -22,14 +22,16 @@ export function trajectoryTail(
   const { limits, usage } = state;
   return {
     n_steps: state.nSteps,
-    exit_reason: stop?.reason ?? null,
+    exit_reason: stop?.reason ?? RUNNING_EXIT_REASON,
     error: stop?.error ?? null,
     final_message: stop?.finalMessage ?? '',
     context_tokens: state.contextTokens,
     elapsed_sec: round3(elapsedMs(state) / 1000),
     output_patch: extra.patch,
-    partial: stop ? stop.reason !== 'agent' : true,
+    // Upstream: every checkpoint is partial, the final record is not.
+    partial: extra.status !== 'finished',
     status: extra.status,
+    ended_on_limit: stop !== undefined && stop.reason !== 'agent',
     budget: {
       max_steps: limits.maxSteps,
       max_context_tokens: limits.maxContextTokens,
@@ -48,6 +50,7 @@ export function trajectoryTail(
       ? { model_wait_sec: round3(state.options.model.waitedMs() / 1000) }
       : {}),
     patch_error: extra.patchError,
+    sandbox_recoveries: state.recoveries.map((recovery) => ({ ...recovery })),
   };
 }
 

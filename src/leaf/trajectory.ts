@@ -10,6 +10,8 @@ import { STOP_REASONS, type ToolSchema } from './protocol.js';
 import { arrayJsonBytes, tokensFromBytes } from './token-estimate.js';
 
 export const TRAJECTORY_FORMAT = 'leaf-function-calling';
+/** Upstream's exit_reason of a checkpoint written while the run goes on. */
+export const RUNNING_EXIT_REASON = 'running';
 
 const ToolCallRecord = z.object({
   id: z.string(),
@@ -99,6 +101,24 @@ export const ModelEndpointRecord = z.object({
 });
 export type ModelEndpointRecord = z.infer<typeof ModelEndpointRecord>;
 
+/** Ours: one loss of the sandbox, in the trajectory's `sandbox_recoveries`. */
+export const SandboxRecovery = z.object({
+  /** The step whose tool call found the sandbox gone; null when the patch capture did. */
+  step: z.number().int().nullable(),
+  /** That call's tool, or `patch capture`. */
+  tool: z.string(),
+  /** Seconds into the run when the loss was found. */
+  at_sec: z.number(),
+  /** Why the sandbox counted as lost (the container's state). */
+  reason: z.string(),
+  /** Earlier calls replayed on the rebuilt sandbox (as far as it got). */
+  replayed_calls: z.number().int(),
+  duration_sec: z.number(),
+  /** True when the sandbox was rebuilt and every replay matched: the loop went on. */
+  rebuilt: z.boolean(),
+});
+export type SandboxRecovery = z.infer<typeof SandboxRecovery>;
+
 export const Trajectory = z.object({
   trajectory_format: z.literal(TRAJECTORY_FORMAT),
   trajectory_id: z.string(),
@@ -108,16 +128,25 @@ export const Trajectory = z.object({
   tools: z.array(z.unknown()),
   steps: z.array(TrajectoryStep),
   n_steps: z.number().int(),
-  /** null while the run is in progress. */
-  exit_reason: z.enum(STOP_REASONS).nullable(),
+  /**
+   * `running` in checkpoints while the run is in progress, as upstream writes them (null in
+   * records written before issue 26).
+   */
+  exit_reason: z.enum([...STOP_REASONS, RUNNING_EXIT_REASON]).nullable(),
   error: z.string().nullable(),
   final_message: z.string(),
   context_tokens: z.number(),
   elapsed_sec: z.number(),
   /** null while running, after `cancelled`, or when the capture failed. */
   output_patch: z.string().nullable(),
+  /** As upstream: true in checkpoints, false in the final record. */
   partial: z.boolean(),
   // Ours
+  /**
+   * The run ended on anything but `agent` (a limit, an error, a cancel): its patch is partial
+   * work. Absent in records written before issue 26 (they said so in `partial`).
+   */
+  ended_on_limit: z.boolean().optional(),
   status: z.enum(['running', 'finished']),
   budget: TrajectoryBudget,
   usage: TrajectoryUsage,
@@ -127,6 +156,8 @@ export const Trajectory = z.object({
   model_endpoints: z.array(ModelEndpointRecord).optional(),
   /** Time spent waiting for a model slot: not counted against the time budget. */
   model_wait_sec: z.number().optional(),
+  /** Each time the sandbox was lost: rebuilt and replayed, or not (absent before issue 26). */
+  sandbox_recoveries: z.array(SandboxRecovery).optional(),
 });
 export type Trajectory = z.infer<typeof Trajectory>;
 

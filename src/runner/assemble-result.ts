@@ -3,7 +3,7 @@
 // (and run.json, which is its JSON) reads clone, config, setup, verify-before, the agent's
 // first attempt, then the selected attempt's evidence, then how the run ended.
 import { DEFAULT_MAX_STEPS } from '../leaf/protocol.js';
-import type { ModelEndpointRecord } from '../leaf/trajectory.js';
+import type { ModelEndpointRecord, SandboxRecovery } from '../leaf/trajectory.js';
 import type { ConfigFacts } from './phases/config.js';
 import type { SetupFacts } from './phases/setup.js';
 import type { VerifyBefore } from './phases/verify-before.js';
@@ -29,7 +29,10 @@ export interface LoopFigures {
   nSteps: number;
   contextTokens: number;
   usage: { promptTokens: number; completionTokens: number };
-  trajectory: { model_endpoints?: ModelEndpointRecord[] | undefined };
+  trajectory: {
+    model_endpoints?: ModelEndpointRecord[] | undefined;
+    sandbox_recoveries?: SandboxRecovery[] | undefined;
+  };
 }
 
 /** One attempt as the result shows it: its trajectory, its loop, its files, its error. */
@@ -152,6 +155,9 @@ function addAttempt(result: RunResult, attempt: AttemptFigures): void {
   result.budgets.promptTokens = leaf.usage.promptTokens;
   result.budgets.completionTokens = leaf.usage.completionTokens;
   if (leaf.trajectory.model_endpoints) result.servedBy = leaf.trajectory.model_endpoints;
+  const recoveries = leaf.trajectory.sandbox_recoveries ?? [];
+  if (recoveries.length > 0) result.sandboxRecoveries = recoveries;
+  else delete result.sandboxRecoveries;
   // The run's error is the published attempt's: another attempt's stays in its own summary.
   if (attempt.error !== undefined) result.error = attempt.error;
   else delete result.error;

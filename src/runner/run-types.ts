@@ -1,7 +1,7 @@
 // The contract between the run pipeline (src/runner/run.ts) and whoever starts runs and
 // publishes their results (the CLI's `solve`, the GitHub App). runner/ knows no GitHub.
 import type { StopReason } from '../leaf/protocol.js';
-import type { ModelEndpointRecord } from '../leaf/trajectory.js';
+import type { ModelEndpointRecord, SandboxRecovery } from '../leaf/trajectory.js';
 import type { EgressFacts } from '../sandbox/egress-facts.js';
 
 export type SandboxKind = 'docker' | 'local';
@@ -228,6 +228,8 @@ export interface RunResult {
   instructionFiles?: InstructionFileUse[];
   /** The endpoints that answered the (selected) attempt's loop, and what each said of itself. */
   servedBy?: ModelEndpointRecord[];
+  /** Each time the (selected) attempt's sandbox was lost mid-loop, rebuilt and replayed or not. */
+  sandboxRecoveries?: SandboxRecovery[];
   /** How the environment was made and whether the tests can run in it (absent before setup). */
   environment?: EnvironmentFacts;
   /** What setup's network did (the egress proxy's facts), when setup had one. */

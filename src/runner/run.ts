@@ -71,7 +71,13 @@ async function phases(run: RunContext, made: RunPieces): Promise<Failure | undef
   made.setup = setup.facts;
   if (setup.failure) return setup.failure;
   // Several attempts: the set-up sandbox is frozen now; the others start from it meanwhile.
-  const copies = await attemptSandboxes(run, prepared, setup.sandbox, prepared.attempts);
+  const copies = await attemptSandboxes(
+    run,
+    prepared,
+    setup.sandbox,
+    prepared.attempts,
+    setup.facts.snapshotImage,
+  );
 
   // verify-before: the test command on the original tree.
   const before = await verifyBefore(run, prepared, setup.sandbox);

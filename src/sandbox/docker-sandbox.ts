@@ -2,13 +2,13 @@
 // copied in through the Engine API (never a bind mount); tools talk to one long-lived
 // helper process inside the container (tool-helper-channel.ts), so a Read/Edit/Glob is
 // one round trip. The container is labelled so that nothing of ours outlives its run.
-import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
 import type { z } from 'zod';
 import { log as defaultLog, type Logger } from '../log.js';
 import {
   PythonError,
   SandboxFailure,
+  SandboxLost,
   type ExecOptions,
   type FileRead,
   type GlobMatch,
@@ -19,7 +19,10 @@ import {
 import { cpLength, pyRepr } from '../leaf/python-text.js';
 import { commitContainer } from './commit-container.js';
 import { copyIntoContainer } from './copy-into-container.js';
+import { containerGone, helperExitCode } from './container-gone.js';
 import { createContainer } from './create-container.js';
+import { removeContainer } from './remove-container.js';
+import { containerName, parseOptions, sandboxIdentity, startSandbox } from './start-container.js';
 import { disconnectNetworks } from './disconnect-networks.js';
 import { connectDocker } from './docker-engine.js';
 import {
@@ -32,15 +35,12 @@ import {
   type DockerExecResult,
 } from './docker-exec-result.js';
 import {
-  DockerSandboxOptions,
-  LABEL_CREATED,
-  LABEL_REPO,
-  LABEL_RUN,
   SANDBOX_ENV,
   SANDBOX_HOME,
   SANDBOX_USER,
   SANDBOX_WORKDIR,
   type DockerSandboxLimits,
+  type DockerSandboxOptions,
   type ResolvedDockerSandboxOptions,
 } from './docker-sandbox-options.js';
 import { startDiskGuard, type DiskGuard, type SandboxLimitExceeded } from './disk-guard.js';
@@ -57,13 +57,7 @@ import {
   ReadResult,
   WriteResult,
 } from './helper-wire.js';
-import { ownerLabels } from './owner.js';
-import { packDirectories } from './sandbox-skeleton.js';
-import {
-  HelperChannelError,
-  HelperPythonMissing,
-  ToolHelperChannel,
-} from './tool-helper-channel.js';
+import { HelperChannelError, ToolHelperChannel } from './tool-helper-channel.js';
 
 export {
   DEFAULT_SANDBOX_IMAGE,
@@ -93,6 +87,7 @@ export async function createDockerSandbox(options: DockerSandboxOptions): Promis
   const identity = sandboxIdentity(resolved);
   const { container, quota } = await createContainer(docker, resolved, identity, logger);
   const sandbox = new DockerSandbox(docker, container, resolved, identity.labels, logger);
+  sandbox.diskQuota = quota;
   await startSandbox(sandbox, container, {
     quota,
     diskCheckMs: resolved.diskCheckMs,
@@ -111,58 +106,11 @@ export async function createDockerSandbox(options: DockerSandboxOptions): Promis
   return sandbox;
 }
 
-function parseOptions(options: DockerSandboxOptions): ResolvedDockerSandboxOptions {
-  const parsed = DockerSandboxOptions.safeParse(options);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new Error(
-      `invalid DockerSandbox option ${issue?.path.join('.') || '(root)'}: ${issue?.message}`,
-    );
-  }
-  return parsed.data;
-}
-
-/** The container's name and labels: the run, the repository, when, and who may reap it. */
-function sandboxIdentity(resolved: ResolvedDockerSandboxOptions): {
-  name: string;
-  labels: Record<string, string>;
-} {
-  const created = new Date().toISOString();
-  const labels: Record<string, string> = {
-    ...resolved.labels,
-    ...(resolved.owner ? ownerLabels(resolved.owner) : {}),
-    [LABEL_RUN]: resolved.runId,
-    [LABEL_REPO]: resolved.repo,
-    [LABEL_CREATED]: created,
-  };
-  const name = `frognano-${resolved.runId}-${randomBytes(3).toString('hex')}`;
-  return { name, labels };
-}
-
-/** The created container made ready: home and workdir, started, guarded, its helper up. */
-async function startSandbox(
-  sandbox: DockerSandbox,
-  container: Docker.Container,
-  { quota, diskCheckMs, name }: { quota: boolean; diskCheckMs: number; name: string },
-): Promise<void> {
-  try {
-    // putArchive runs in the engine, not as uid 1000, so it can give the sandbox user its
-    // home and /testbed in any image, even one without them.
-    await container.putArchive(packDirectories([SANDBOX_HOME, SANDBOX_WORKDIR]), { path: '/' });
-    await container.start();
-    await sandbox.guardDisk(quota, diskCheckMs);
-    await sandbox.startHelper();
-  } catch (error) {
-    // The reason it failed matters more than a failed cleanup (the reaper gets those).
-    await sandbox.dispose().catch(() => undefined);
-    if (sandbox.limitExceeded) throw sandbox.limitExceeded;
-    if (error instanceof HelperPythonMissing)
-      throw new SandboxFailure(error.message, { cause: error });
-    if (error instanceof SandboxFailure) throw error;
-    throw new SandboxFailure(`could not start sandbox container ${name}: ${errorText(error)}`, {
-      cause: error,
-    });
-  }
+/** What a lost sandbox starts again from: the attempt's starting image, then `prepare`. */
+export interface RebuildSource {
+  image: string;
+  /** Brings a fresh container from the image to where the attempt started (never a network). */
+  prepare?: (sandbox: DockerSandbox) => Promise<void>;
 }
 
 export class DockerSandbox implements Sandbox {
@@ -174,6 +122,9 @@ export class DockerSandbox implements Sandbox {
   readonly runtime: string | undefined;
   readonly runId: string;
   readonly limits: DockerSandboxLimits;
+  /** Whether the engine enforces the disk limit (set by createDockerSandbox). */
+  diskQuota = false;
+  private rebuildSource: RebuildSource | undefined;
   private readonly fileOpTimeoutMs: number;
   private readonly execGraceMs: number;
   private helper: ToolHelperChannel | undefined;
@@ -189,8 +140,8 @@ export class DockerSandbox implements Sandbox {
 
   constructor(
     private readonly docker: Docker,
-    private readonly container: Docker.Container,
-    options: ResolvedDockerSandboxOptions,
+    private container: Docker.Container,
+    private readonly options: ResolvedDockerSandboxOptions,
     readonly labels: Readonly<Record<string, string>>,
     private readonly log: Logger,
   ) {
@@ -213,6 +164,53 @@ export class DockerSandbox implements Sandbox {
   /** Why the disk guard stopped this sandbox, if it did. */
   get limitExceeded(): SandboxLimitExceeded | undefined {
     return this.limitFailure;
+  }
+
+  /** Names the image a lost sandbox is started again from (without it, a loss is final). */
+  rebuildFrom(source: RebuildSource): void {
+    this.rebuildSource = source;
+  }
+
+  /**
+   * Replaces a lost container by a new one from the starting image, with no network, the same
+   * limits and labels; the caller replays the loop's changes (leaf/sandbox-recovery.ts).
+   */
+  async rebuild(): Promise<void> {
+    const source = this.rebuildSource;
+    if (!source) throw new SandboxFailure('no starting image was named to rebuild it from');
+    if (this.disposed) throw new SandboxFailure('the sandbox was disposed');
+    this.diskGuard?.stop();
+    this.helper?.close();
+    this.helper = undefined;
+    this.helperRestarts = 0;
+    await removeContainer(this.container, this.log, this.runId).catch(() => undefined);
+    const resolved = { ...this.options, image: source.image, network: 'none' as const };
+    const identity = { name: containerName(this.runId), labels: { ...this.labels } };
+    const { container, quota } = await createContainer(this.docker, resolved, identity, this.log);
+    this.container = container;
+    this.diskQuota = quota;
+    await startSandbox(this, container, {
+      quota,
+      diskCheckMs: this.options.diskCheckMs,
+      name: identity.name,
+    });
+    await source.prepare?.(this);
+    this.log.warn(
+      { runId: this.runId, container: container.id.slice(0, 12), image: source.image },
+      'sandbox rebuilt',
+    );
+  }
+
+  /** After a helper failure: the container gone is a lost sandbox, else undefined. */
+  private async lost(cause: unknown): Promise<SandboxLost | undefined> {
+    if (this.limitFailure || this.disposed) return undefined;
+    const gone = await containerGone(this.container);
+    return gone === undefined ? undefined : new SandboxLost(gone, { cause });
+  }
+
+  /** The failure to throw for `error`: the limit, a lost container, or a broken sandbox. */
+  private async failure(error: unknown): Promise<SandboxFailure> {
+    return (await this.lost(error)) ?? this.fatal(error);
   }
 
   /**
@@ -280,7 +278,7 @@ export class DockerSandbox implements Sandbox {
     try {
       helper = await this.getHelper();
     } catch (error) {
-      throw this.fatal(error);
+      throw await this.failure(error);
     }
     const rescue: RescueContext = {
       container: this.container,
@@ -298,15 +296,26 @@ export class DockerSandbox implements Sandbox {
       return await this.execOutcome(helper, raw, started, maxOutputBytes);
     } catch (error) {
       if (error instanceof PythonError) throw error;
-      if (!(error instanceof HelperChannelError)) throw this.fatal(error);
+      if (!(error instanceof HelperChannelError)) throw await this.failure(error);
+      // The container itself gone is a lost sandbox, for the loop to rebuild.
+      const lost = await this.lost(error);
+      if (lost) throw lost;
       // The command may have killed the helper (`pkill python3`): a fresh helper keeps the
-      // run going, and the command is reported as killed (it is not retried: side effects).
-      await this.recoverHelper(error, false);
-      return killedResult(
-        started,
-        maxOutputBytes,
-        'the sandbox tool helper died while this command ran',
-      );
+      // run going, and the command is reported as killed (it is not retried: side effects),
+      // to the model as upstream reports a runner that exited.
+      const code = await helperExitCode(helper.exec);
+      await this.recoverHelper(error, false).catch(async (failed: unknown) => {
+        throw await this.failure(failed);
+      });
+      return {
+        ...killedResult(
+          started,
+          maxOutputBytes,
+          'the sandbox tool helper died while this command ran',
+        ),
+        // A helper whose exit the engine did not record was ended by us: as if killed.
+        runnerExit: { code: code ?? 137, output: helper.stderr },
+      };
     } finally {
       watch.stop();
     }
@@ -453,24 +462,7 @@ export class DockerSandbox implements Sandbox {
       this.diskGuard?.stop();
       this.helper?.close();
       this.helper = undefined;
-      try {
-        await this.container.remove({ force: true, v: true });
-      } catch (error) {
-        const status = (error as { statusCode?: number }).statusCode;
-        // 404: already gone; 409: removal already in progress.
-        if (status !== 404 && status !== 409) {
-          this.log.error(
-            { runId: this.runId, err: errorText(error) },
-            'sandbox container removal failed',
-          );
-          throw new SandboxFailure(
-            `could not remove sandbox container ${this.container.id}: ${errorText(error)}`,
-            {
-              cause: error,
-            },
-          );
-        }
-      }
+      await removeContainer(this.container, this.log, this.runId);
     })();
     return this.disposing;
   }
@@ -486,7 +478,7 @@ export class DockerSandbox implements Sandbox {
       try {
         helper = await this.getHelper();
       } catch (error) {
-        throw this.fatal(error);
+        throw await this.failure(error);
       }
       let timer: NodeJS.Timeout | undefined;
       try {
@@ -505,8 +497,12 @@ export class DockerSandbox implements Sandbox {
         return this.validate(helper, schema, raw);
       } catch (error) {
         if (error instanceof PythonError) throw error;
-        if (!(error instanceof HelperChannelError)) throw this.fatal(error);
-        await this.recoverHelper(error, attempt > 1);
+        if (!(error instanceof HelperChannelError)) throw await this.failure(error);
+        const lost = await this.lost(error);
+        if (lost) throw lost;
+        await this.recoverHelper(error, attempt > 1).catch(async (failed: unknown) => {
+          throw await this.failure(failed);
+        });
       } finally {
         clearTimeout(timer);
       }

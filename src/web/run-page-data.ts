@@ -1,6 +1,6 @@
 // What the run page shows, independent of where it comes from (`frognano solve`, the App's run
 // directory). Several attempts per run are part of the model: today a run has one.
-import type { Trajectory } from '../leaf/trajectory.js';
+import { RUNNING_EXIT_REASON, type Trajectory } from '../leaf/trajectory.js';
 import type { RunResult, TestResult } from '../runner/run-types.js';
 
 export interface RunPageAttempt {
@@ -66,7 +66,11 @@ export function runPageData(source: RunPageSource): RunPageData {
   const { trajectory: t, result: r } = source;
   const finished = r !== undefined || (t?.status === 'finished' && source.state !== 'running');
   const state = source.state ?? (finished ? 'finished' : 'running');
-  const exitReason = r?.exitReason ?? t?.exit_reason ?? undefined;
+  // A checkpoint says `running` (upstream's word): no exit reason yet.
+  const exitReason =
+    r?.exitReason ??
+    (t?.exit_reason === RUNNING_EXIT_REASON ? undefined : t?.exit_reason) ??
+    undefined;
   const attempt: RunPageAttempt = {
     label: 'attempt 1',
     trajectory: t,
@@ -85,7 +89,8 @@ export function runPageData(source: RunPageSource): RunPageData {
     outcome: r?.outcome ?? source.outcome,
     error: r?.error ?? t?.error ?? undefined,
     exitReason,
-    partial: r?.partial ?? (state === 'finished' ? t?.partial : undefined),
+    // A record from before issue 26 said it in `partial`; the final record's is false now.
+    partial: r?.partial ?? (state === 'finished' ? (t?.ended_on_limit ?? t?.partial) : undefined),
     finalMessage: r?.finalMessage ?? t?.final_message,
     testCommand: r?.testCommand,
     verifyBefore: r?.verifyBefore,

@@ -7,6 +7,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runLeaf, isContextOverflowError, type LeafRunOptions } from '../../src/leaf/loop.js';
 import type { ChatMessage } from '../../src/leaf/messages.js';
 import type { Model } from '../../src/leaf/model.js';
+import { modelConfigFrom } from '../../src/commands/model-config-from.js';
+import { loadProcessConfig } from '../../src/config.js';
 import { createOpenAIModel } from '../../src/leaf/openai-model.js';
 import { DEFAULT_REQUEST, SYSTEM_PROMPT, TOOL_SCHEMAS } from '../../src/leaf/protocol.js';
 import { SandboxFailure, type Sandbox } from '../../src/leaf/sandbox.js';
@@ -342,7 +344,9 @@ describe('runLeaf: stop reasons', () => {
     expect(server.chatRequests).toHaveLength(2);
     expect(result.patch).toContain('+++ b/new_dir/notes.txt');
     expect(result.trajectory.output_patch).toBe(result.patch);
-    expect(result.trajectory.partial).toBe(true);
+    // Upstream: the final record is not partial; ours says it ended on a limit.
+    expect(result.trajectory.partial).toBe(false);
+    expect(result.trajectory.ended_on_limit).toBe(true);
   });
 
   it('max_time: the budget is checked before each step', async () => {
@@ -364,7 +368,8 @@ describe('runLeaf: stop reasons', () => {
     const result = await runLeaf(options);
     expect(result.exitReason).toBe('max_time');
     expect(Date.now() - started).toBeLessThan(10_000);
-    expect(result.nSteps).toBe(1);
+    // The query the deadline ended counts, as upstream counts every query made.
+    expect(result.nSteps).toBe(2);
     expect(result.patch).toContain('+++ b/hi.txt');
   });
 
@@ -461,7 +466,7 @@ describe('runLeaf: stop reasons', () => {
     expect(result.partial).toBe(true);
     expect(result.patch).toBe('');
     expect(result.trajectory.output_patch).toBeNull();
-    expect(result.nSteps).toBe(1);
+    expect(result.nSteps).toBe(2);
     expect(readTrajectory(options.trajectoryPath!).exit_reason).toBe('cancelled');
   });
 
@@ -474,7 +479,8 @@ describe('runLeaf: stop reasons', () => {
     expect(readTrajectory(file)).toMatchObject({
       status: 'running',
       n_steps: 0,
-      exit_reason: null,
+      exit_reason: 'running',
+      partial: true,
       messages: [
         { role: 'system', content: SYSTEM_PROMPT },
         { role: 'user', content: TASK },
@@ -534,7 +540,7 @@ describe('runLeaf: stop reasons', () => {
     const result = await runLeaf(options);
     expect(result.exitReason).toBe('max_context_len');
     expect(result.error).toBeNull();
-    expect(result.nSteps).toBe(1);
+    expect(result.nSteps).toBe(2);
   });
 
   it('max_context_len: a length finish at the context limit; its tool calls are not run', async () => {
@@ -569,9 +575,9 @@ describe('runLeaf: stop reasons', () => {
     expect(result.trajectory.steps[0]!.observations).toEqual([]);
   });
 
-  it('max_context_len: a length finish without usage falls back to max_context_len', async () => {
+  it('max_tokens_per_turn: a length finish without usage is put on the per-turn cap (upstream)', async () => {
     const { options } = await setup([finalAnswer('cut', { finishReason: 'max_tokens' })]);
-    expect((await runLeaf(options)).exitReason).toBe('max_context_len');
+    expect((await runLeaf(options)).exitReason).toBe('max_tokens_per_turn');
   });
 
   it('max_context_len: tool messages push the count to the limit', async () => {
@@ -628,6 +634,37 @@ describe('runLeaf: stop reasons', () => {
     expect(result.patch).toContain('+++ b/kept.txt');
   });
 
+  it('7: a failed patch capture is tried again, never kept as an empty patch', async () => {
+    const { options, sandbox } = await setup([
+      toolCall('Write', { file_path: 'kept.txt', content: 'k\n' }),
+      finalAnswer('done'),
+    ]);
+    let failures = 0;
+    const flaky: Sandbox = {
+      kind: sandbox.kind,
+      workdir: sandbox.workdir,
+      homeDir: sandbox.homeDir,
+      exec: (command, execOptions) => {
+        if (command.endsWith(' add -A') && failures === 0) {
+          failures++;
+          return Promise.reject(new SandboxFailure('the engine hiccuped'));
+        }
+        return sandbox.exec(command, execOptions);
+      },
+      readFile: (p) => sandbox.readFile(p),
+      readLines: (p, request) => sandbox.readLines(p, request),
+      editFile: (p, oldText, newText, all) => sandbox.editFile(p, oldText, newText, all),
+      writeFile: (p, data) => sandbox.writeFile(p, data),
+      glob: (pattern) => sandbox.glob(pattern),
+      dispose: () => sandbox.dispose(),
+    };
+    const result = await runLeaf({ ...options, sandbox: flaky });
+    expect(failures).toBe(1);
+    expect(result.exitReason).toBe('agent');
+    expect(result.patchError).toBeNull();
+    expect(result.patch).toContain('+++ b/kept.txt');
+  });
+
   it('keeps the stop reason and reports patchError when the capture fails', async () => {
     const { options, sandbox } = await setup([finalAnswer('done')]);
     await rm(path.join(sandbox.workdir, '.git'), { recursive: true, force: true });
@@ -636,6 +673,141 @@ describe('runLeaf: stop reasons', () => {
     expect(result.patchError).toMatch(/patch capture: `git add` failed/);
     expect(result.trajectory.output_patch).toBeNull();
     expect(result.trajectory.patch_error).toBe(result.patchError);
+  });
+});
+
+describe("runLeaf: upstream's edges (leaf-protocol.md §8)", () => {
+  it('1: finish_reason is matched case-insensitively; a LENGTH turn is cut off', async () => {
+    const { server, options } = await setup([
+      toolCall(
+        'Write',
+        { file_path: 'cut.txt', content: 'x' },
+        { finishReason: 'LENGTH', usage: { prompt_tokens: 500, completion_tokens: 8192 } },
+      ),
+      finalAnswer('never'),
+    ]);
+    const result = await runLeaf(options);
+    expect(result.exitReason).toBe('max_tokens_per_turn');
+    expect(server.chatRequests).toHaveLength(1);
+    expect(result.trajectory.steps[0]!.observations).toEqual([]);
+    // Recorded as the server sent it.
+    expect(result.trajectory.steps[0]!.finish_reason).toBe('LENGTH');
+    expect(result.patch).toBe('');
+  });
+
+  it('2: a cut-off turn without prompt and completion counts stops with max_tokens_per_turn', async () => {
+    const { options } = await setup([
+      toolCall(
+        'Write',
+        { file_path: 'cut.txt', content: 'x' },
+        { finishReason: 'length', usage: { completion_tokens: 100 } },
+      ),
+    ]);
+    const result = await runLeaf(options);
+    expect(result.exitReason).toBe('max_tokens_per_turn');
+    expect(result.trajectory.steps[0]!.observations).toEqual([]);
+  });
+
+  it('2: both counts present and neither limit reached is still max_context_len, as upstream', async () => {
+    const { options } = await setup([
+      finalAnswer('cut', {
+        finishReason: 'length',
+        usage: { prompt_tokens: 500, completion_tokens: 100 },
+      }),
+    ]);
+    expect((await runLeaf(options)).exitReason).toBe('max_context_len');
+  });
+
+  it("3: on a cut-off turn final_message is that turn's content", async () => {
+    const { options } = await setup([
+      finalAnswer('I was about to say', {
+        finishReason: 'max_tokens',
+        usage: { prompt_tokens: 500, completion_tokens: 8192 },
+      }),
+    ]);
+    const result = await runLeaf(options);
+    expect(result.exitReason).toBe('max_tokens_per_turn');
+    expect(result.finalMessage).toBe('I was about to say');
+    expect(result.trajectory.final_message).toBe('I was about to say');
+  });
+
+  it('4: n_steps counts a query that failed (one step, then a context rejection: 2)', async () => {
+    const { options } = await setup([
+      toolCall('Write', { file_path: 'a.txt', content: 'fix' }),
+      contextOverflow(),
+    ]);
+    const result = await runLeaf(options);
+    expect(result.exitReason).toBe('max_context_len');
+    expect(result.nSteps).toBe(2);
+    expect(result.trajectory.n_steps).toBe(2);
+    expect(result.trajectory.steps).toHaveLength(1);
+    expect(readTrajectory(options.trajectoryPath!).n_steps).toBe(2);
+  });
+
+  it('5: checkpoints are partial with exit_reason "running"; the final record is not partial', async () => {
+    const seen: { exit_reason: string | null; partial: boolean; ended_on_limit?: boolean }[] = [];
+    const { options } = await setup(
+      [toolCall('Bash', { command: 'true' }), toolCall('Bash', { command: 'true' })],
+      {
+        maxSteps: 2,
+        onStep: () => {
+          const { exit_reason, partial, ended_on_limit } = readTrajectory(options.trajectoryPath!);
+          seen.push({ exit_reason, partial, ended_on_limit });
+        },
+      },
+    );
+    const result = await runLeaf(options);
+    expect(result.exitReason).toBe('max_turns');
+    expect(seen).toEqual([
+      { exit_reason: 'running', partial: true, ended_on_limit: false },
+      { exit_reason: 'running', partial: true, ended_on_limit: false },
+    ]);
+    const final = readTrajectory(options.trajectoryPath!);
+    expect(final).toMatchObject({
+      exit_reason: 'max_turns',
+      partial: false,
+      ended_on_limit: true,
+      status: 'finished',
+    });
+    // Ours: the result still says the patch is partial work.
+    expect(result.partial).toBe(true);
+  });
+
+  it('5: an agent finish is neither partial nor ended on a limit', async () => {
+    const { options } = await setup([finalAnswer('done')]);
+    const result = await runLeaf(options);
+    expect(result.trajectory).toMatchObject({
+      exit_reason: 'agent',
+      partial: false,
+      ended_on_limit: false,
+    });
+  });
+});
+
+describe('runLeaf with FROGNANO_MAX_COMPLETION_TOKENS=32000 (SWE-bench Pro / Terminal-Bench 2 presets)', () => {
+  it('9: sends the 32000 cap, runs a 9000-token turn, and cuts a 32000-token turn as max_tokens_per_turn', async () => {
+    const config = modelConfigFrom(loadProcessConfig({ FROGNANO_MAX_COMPLETION_TOKENS: '32000' }));
+    expect(config.maxCompletionTokens).toBe(32000);
+    const { server, options } = await setup([
+      toolCall(
+        'Bash',
+        { command: 'true' },
+        { usage: { prompt_tokens: 1000, completion_tokens: 9000 } },
+      ),
+      finalAnswer('long thought, cut', {
+        finishReason: 'length',
+        usage: { prompt_tokens: 10_100, completion_tokens: 32_000 },
+      }),
+    ]);
+    const result = await runLeaf({
+      ...options,
+      model: createOpenAIModel({ ...config, baseUrl: server.baseUrl, maxRetries: 0 }),
+      maxTokensPerTurn: config.maxCompletionTokens,
+    });
+    expect(server.chatRequests.map((r) => r.body?.max_completion_tokens)).toEqual([32000, 32000]);
+    expect(result.trajectory.steps[0]!.observations).toHaveLength(1);
+    expect(result.exitReason).toBe('max_tokens_per_turn');
+    expect(result.trajectory.budget.max_tokens_per_turn).toBe(32000);
   });
 });
 

@@ -139,6 +139,55 @@ describeDocker('runPipeline with the Docker sandbox', () => {
     expect(runsLeft()).toEqual([]);
   });
 
+  it('a container killed mid-loop is started again from the base image, the loop replayed, and the run completes (issue 26)', async () => {
+    const repo = createPythonRepo(mkdtempSync(path.join(root, 'lost-')));
+    const runId = `t-docker-lost-${Date.now()}`;
+    const killed: string[] = [];
+    const kill = async (): Promise<void> => {
+      for (const id of await labelledContainers(runId)) {
+        await docker.getContainer(id).kill({ signal: 'SIGKILL' });
+        killed.push(id);
+      }
+    };
+    const m = await deps([
+      toolCall('Edit', {
+        file_path: 'calc.py',
+        old_string: 'return a - b',
+        new_string: 'return a + b',
+      }),
+      async () => {
+        await kill();
+        return toolCall('Bash', { command: 'python3 -m pytest -q 2>&1 | tail -1' });
+      },
+      finalAnswer('Fixed.'),
+    ]);
+    try {
+      const result = await runPipeline(
+        request(repo.dir, runId, path.join(root, 'out-lost')),
+        m.deps,
+      );
+      expect(killed).toHaveLength(1);
+      expect(result.error).toBeUndefined();
+      expect(result.outcome).toBe('completed');
+      expect(result.exitReason).toBe('agent');
+      expect(result.verifyAfter).toMatchObject({ exitCode: 0 });
+      expect(result.filesChanged).toEqual(['calc.py']);
+      expect(result.sandboxRecoveries).toMatchObject([
+        { step: 1, tool: 'Bash', replayed_calls: 1, rebuilt: true },
+      ]);
+      const trajectory = JSON.parse(readFileSync(result.trajectoryPath!, 'utf8')) as {
+        steps: { observations: { observation: string }[] }[];
+      };
+      // The call that found the sandbox gone ran again on the rebuilt one, with the fix replayed.
+      const observation = trajectory.steps[1]!.observations[0]!.observation;
+      // (The fixture's pytest is quiet: its last line is the two passing dots.)
+      expect(observation).toMatch(/^Exit code: 0\nSTDOUT:\n\.\. +\[100%\]\n/);
+    } finally {
+      await m.close();
+    }
+    expect(await labelledContainers(runId)).toEqual([]);
+  });
+
   it('hooks and core.fsmonitor planted in the sandbox .git never run on the host', async () => {
     const repo = createPythonRepo(mkdtempSync(path.join(root, 'hooks-')));
     // A directory only the host has: a hook run inside the container cannot create the marker.

@@ -82,6 +82,7 @@ function render(input: PrBodyInput, d: Detail): string {
     trajectorySection(result, d),
     instructionFilesSection(result.instructionFiles),
     budgets(result),
+    sandboxRecoveryLine(result),
     servedBySection(result),
     input.trajectoryUrl
       ? `The run page (every step, the diff, the test evidence; raw JSON at \`${input.trajectoryUrl}.json\`): ${input.trajectoryUrl}`
@@ -239,6 +240,17 @@ function attemptDiffstat(a: AttemptSummary, d: Detail): string {
  * Next to the evidence: the verdict above ran the repository's own tests and harness; what the
  * patch changes there is listed, and the agent's run with its own versions shown apart.
  */
+/** One short line when the sandbox was lost mid-loop: when, why, what was replayed, how long. */
+function sandboxRecoveryLine(result: RunResult): string {
+  const recoveries = result.sandboxRecoveries ?? [];
+  if (recoveries.length === 0) return '';
+  const each = recoveries.map(
+    (r) =>
+      `at ${r.at_sec.toFixed(0)} s (${textCell(r.reason, 120)}): ${r.rebuilt ? 'rebuilt' : 'not rebuilt'}, ${r.replayed_calls} earlier call${r.replayed_calls === 1 ? '' : 's'} replayed in ${r.duration_sec.toFixed(1)} s`,
+  );
+  return `The sandbox was lost ${recoveries.length === 1 ? 'once' : `${recoveries.length} times`} during the loop and started again from the attempt's image, the model seeing nothing of it: ${each.join('; ')}.`;
+}
+
 function harnessEvidence(result: RunResult): string {
   const facts = result.patchFacts;
   const harness = facts?.harnessFiles ?? [];

@@ -12,6 +12,7 @@ import { errorText } from '../command-output.js';
 import type { Failure, RunContext } from '../run-context.js';
 import { limitsFromEnv, localSourceOf, snapshotRepo } from './sandbox.js';
 import type { Prepared } from './config.js';
+import { rebuildFrom, singleAttemptImage } from './rebuild-source.js';
 import { warmBytecode } from './run-test.js';
 
 /**
@@ -33,8 +34,13 @@ export async function attemptSandboxes(
   prepared: Prepared,
   base: Sandbox,
   count: number,
+  snapshotImage?: string,
 ): Promise<AttemptSandboxes> {
-  if (count === 1) return { sandboxes: [Promise.resolve(base)] };
+  if (count === 1) {
+    const from = singleAttemptImage(prepared, snapshotImage);
+    if (from && base instanceof DockerSandbox) rebuildFrom(run, prepared, base, from);
+    return { sandboxes: [Promise.resolve(base)] };
+  }
   let start: () => Promise<Sandbox>;
   try {
     start = await run.phase('sandbox', () => copySource(run, prepared, base));
@@ -121,17 +127,26 @@ async function copySource(
   run.cleanups.push(async () => {
     await docker.getImage(tag).remove({ force: true });
   });
-  return () =>
-    createDockerSandbox({
-      docker,
-      image: tag,
-      runId: request.runId,
-      repo: snapshotRepo(request),
-      network: 'none',
-      // Attempt 1's runtime: the one chosen for the agent (setup.ts moved it there).
-      ...(base.runtime !== undefined ? { runtime: base.runtime } : {}),
-      limits: deps.sandboxLimits ?? limitsFromEnv(env, log),
-      owner,
-      logger: log,
-    });
+  // Every attempt, the first too, starts again from the attempt base when its sandbox is lost.
+  const from = { kind: 'attempt-base', image: tag } as const;
+  rebuildFrom(run, prepared, base, from);
+  const rebuildable = (sandbox: DockerSandbox): DockerSandbox => {
+    rebuildFrom(run, prepared, sandbox, from);
+    return sandbox;
+  };
+  return async () =>
+    rebuildable(
+      await createDockerSandbox({
+        docker,
+        image: tag,
+        runId: request.runId,
+        repo: snapshotRepo(request),
+        network: 'none',
+        // Attempt 1's runtime: the one chosen for the agent (setup.ts moved it there).
+        ...(base.runtime !== undefined ? { runtime: base.runtime } : {}),
+        limits: deps.sandboxLimits ?? limitsFromEnv(env, log),
+        owner,
+        logger: log,
+      }),
+    );
 }

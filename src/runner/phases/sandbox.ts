@@ -157,7 +157,7 @@ async function startDocker(
  * The snapshot holds the tree of its own time: drop what git tracked then, keep what setup
  * made (snapshot-cache.ts explains), so today's tree comes in clean.
  */
-async function refreshTree(run: RunContext, sandbox: DockerSandbox): Promise<void> {
+export async function refreshTree(run: RunContext, sandbox: DockerSandbox): Promise<void> {
   const refreshed = await sandbox.exec(refreshTreeCommand(sandbox.workdir), {
     timeoutMs: 120_000,
     signal: run.signal,
@@ -171,7 +171,11 @@ async function refreshTree(run: RunContext, sandbox: DockerSandbox): Promise<voi
  * A base image's own /testbed (whatever another tree left in it) must never mix with this one:
  * the workdir starts empty, or the image is refused.
  */
-async function emptyWorkdir(run: RunContext, sandbox: DockerSandbox, image: string): Promise<void> {
+export async function emptyWorkdir(
+  run: RunContext,
+  sandbox: DockerSandbox,
+  image: string,
+): Promise<void> {
   const dir = shellQuote(sandbox.workdir);
   const emptied = await sandbox.exec(
     `cd ${dir} && find . -mindepth 1 -delete 2>/dev/null; cd ${dir} && [ -z "$(ls -A)" ]`,

@@ -55,6 +55,8 @@ export const DEFAULT_SETUP_TIMEOUT_MS = 20 * 60_000;
 export interface SetupFacts {
   /** Setup was skipped thanks to a snapshot image. */
   snapshotHit?: boolean;
+  /** The setup snapshot this run started from or saved (a lost sandbox starts again from it). */
+  snapshotImage?: string;
   /** Setup ran with a network (set when setup ran). */
   setupNetwork?: boolean;
   /** The end of setup's output, as far as it ran. */
@@ -109,6 +111,7 @@ async function bringUp(
   facts.snapshotHit = hit;
   const environment = startEnvironment(prepared, hit);
   facts.environment = environment;
+  if (hit) facts.snapshotImage = snapshotTag(started.snapshot!.key);
 
   const { docker, setupNetwork } = prepared;
   let collection: Collection | undefined;
@@ -119,8 +122,10 @@ async function bringUp(
     environment.seconds = Math.round((Date.now() - t0) / 100) / 10;
     if (made.failure) return { outcome: 'setup_failed', error: made.failure };
     collection = made.collection;
-    if (started.snapshot && docker && made.keep)
-      await saveSnapshot(docker, sandbox as DockerSandbox, started.snapshot.key, run);
+    if (started.snapshot && docker && made.keep) {
+      const saved = await saveSnapshot(docker, sandbox as DockerSandbox, started.snapshot.key, run);
+      if (saved) facts.snapshotImage = snapshotTag(started.snapshot.key);
+    }
   }
 
   // Cut the network before anything else runs in there.
@@ -301,7 +306,7 @@ async function saveSnapshot(
   sandbox: DockerSandbox,
   key: string,
   run: RunContext,
-): Promise<void> {
+): Promise<boolean> {
   // A failed snapshot costs the next run its head start, never this run its result.
   try {
     // The run label is the container's; the image must not look like a live run's.
@@ -313,7 +318,9 @@ async function saveSnapshot(
       keep: run.deps.snapshots?.keep ?? DEFAULT_SNAPSHOT_CAP,
     });
     run.log.info({ key, evicted: evicted.length }, 'setup snapshot saved');
+    return true;
   } catch (error) {
     run.log.warn({ key, err: errorText(error) }, 'setup snapshot failed');
+    return false;
   }
 }

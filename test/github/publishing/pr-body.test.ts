@@ -35,6 +35,29 @@ const file = (path: string, added: number | null, removed: number | null, newMod
 });
 
 describe('renderPrBody', () => {
+  it('says in one line when the sandbox was lost and rebuilt (issue 26)', () => {
+    const result = runResult({
+      sandboxRecoveries: [
+        {
+          step: 2,
+          tool: 'Bash',
+          at_sec: 41.2,
+          reason: 'the sandbox container 0123456789ab is not running (exited with code 137)',
+          replayed_calls: 3,
+          duration_sec: 4.25,
+          rebuilt: true,
+        },
+      ],
+    });
+    const body = renderPrBody({ result, issueNumber: 7, triggeredBy: 'octocat' });
+    expect(body).toContain(
+      "The sandbox was lost once during the loop and started again from the attempt's image, the model seeing nothing of it: at 41 s (the sandbox container 0123456789ab is not running (exited with code 137)): rebuilt, 3 earlier calls replayed in 4.3 s.",
+    );
+    expect(renderPrBody({ result: runResult(), issueNumber: 7, triggeredBy: 'o' })).not.toContain(
+      'The sandbox was lost',
+    );
+  });
+
   it('has the banner, Fixes #N, summary, evidence, diffstat, trajectory table and budgets', () => {
     const body = renderPrBody({
       result: runResult(),
