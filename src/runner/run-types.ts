@@ -135,6 +135,11 @@ export interface TestReport {
   failures: number;
   errors: number;
   skipped: number;
+  /**
+   * Modules pytest could not collect (an import error): each is counted in `tests` and
+   * `errors` too, as pytest writes them. Absent when there are none.
+   */
+  collectionErrors?: number;
   /** Why the run does not count as passed by its report; absent when the report is clean. */
   problem?: string;
 }

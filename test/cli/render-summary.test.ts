@@ -114,7 +114,7 @@ describe('renderSummary: the patch beyond its diff', () => {
       }),
     );
     expect(summary).toContain(
-      '- Before: fail (exit 1, pytest report: 2 tests, 1 failures, 0 errors, 0.8s)\n- After: fail (exit 0, no test report: the test process exited before pytest wrote its report, 0.6s)',
+      '- Before: fail (exit 1, pytest report: 2 tests, 1 failure, 0 errors, 0.8s)\n- After: fail (exit 0, no test report: the test process exited before pytest wrote its report, 0.6s)',
     );
   });
 

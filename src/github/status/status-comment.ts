@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import type { RunPhase, RunResult, TestReport, TestResult } from '../../runner/run-types.js';
 import type { RunStatus } from '../../runs/index.js';
-import { testPassed } from '../../runner/test-report.js';
+import { counted, testPassed } from '../../runner/test-report.js';
 import { redactSecrets } from '../../redact.js';
 import { fence, inertQuote, inlineCode, literalLines, tail } from '../markdown.js';
 import type { GitHubClient, IssueRef } from '../octokit.js';
@@ -306,10 +306,24 @@ export function testWords(test: TestResult): string {
 
 /** pytest's JUnit report in a few words (made literal: the file was the sandbox's to write). */
 export function reportWords(report: TestReport): string {
-  const words = report.present
-    ? `pytest report: ${report.tests} tests, ${report.failures} failures, ${report.errors} errors`
-    : (report.problem ?? 'no test report');
+  const words = report.present ? presentReportWords(report) : (report.problem ?? 'no test report');
   return literalLines(words).join(' ');
+}
+
+/** The counts of a report pytest wrote: what was collected apart from what could not be. */
+function presentReportWords(report: TestReport): string {
+  const uncollected = report.collectionErrors ?? 0;
+  const counts = [
+    counted(report.tests - uncollected, 'test'),
+    counted(report.failures, 'failure'),
+    counted(report.errors - uncollected, 'error'),
+  ];
+  // Nothing ran: the other counts would read as a run of none.
+  if (uncollected > 0 && report.tests === uncollected && report.failures === 0) {
+    return `pytest report: ${counted(uncollected, 'collection error')}, 0 tests`;
+  }
+  const lead = uncollected > 0 ? `${counted(uncollected, 'collection error')}, ` : '';
+  return `pytest report: ${lead}${counts.join(', ')}`;
 }
 
 export function exitWords(exitCode: number, timedOut: boolean): string {

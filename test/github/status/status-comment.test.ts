@@ -238,7 +238,7 @@ describe('describeResult', () => {
       }),
     );
     expect(line).toBe(
-      'Tests `python -m pytest -q`: before failed (exit 1, pytest report: 2 tests, 1 failures, 0 errors) → after failed (exit 0, no test report: the test process exited before pytest wrote its report).',
+      'Tests `python -m pytest -q`: before failed (exit 1, pytest report: 2 tests, 1 failure, 0 errors) → after failed (exit 0, no test report: the test process exited before pytest wrote its report).',
     );
   });
 
