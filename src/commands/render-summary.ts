@@ -3,7 +3,15 @@
 // a file name or a test's output cannot write a section of its own; the step table and the
 // diffstat are the PR body's own renderers.
 import path from 'node:path';
-import { fence, fileName, inertQuote, inlineCode, literalLines, tail } from '../github/markdown.js';
+import {
+  fence,
+  fileName,
+  inertQuote,
+  inlineCode,
+  tail,
+  visibleControls,
+} from '../github/markdown.js';
+import { redactSecrets } from '../redact.js';
 import { attemptsTable, changesSection, trajectoryTable } from '../github/publishing/index.js';
 import type { AttemptSummary, RunResult, TestResult } from '../runner/run-types.js';
 import { testPassed } from '../runner/test-report.js';
@@ -48,7 +56,7 @@ function headerLines(
   several: readonly AttemptSummary[] | undefined,
 ): string[] {
   const lines: string[] = [`# ${meta.heading ?? 'frognano solve'}`, ''];
-  lines.push(`- Outcome: ${result.outcome}${result.error ? ` (${oneLine(result.error)})` : ''}`);
+  lines.push(`- Outcome: ${result.outcome}${result.error ? ` (${codeText(result.error)})` : ''}`);
   if (result.exitReason) {
     lines.push(`- Exit reason: ${result.exitReason}${result.partial ? ' (partial work)' : ''}`);
   }
@@ -100,7 +108,7 @@ function setupLines(result: RunResult): string[] {
 function testLines(result: RunResult): string[] {
   const lines = ['## Tests', ''];
   if (result.testCommand) {
-    const detail = result.testCommand.detail ? ` — ${oneLine(result.testCommand.detail)}` : '';
+    const detail = result.testCommand.detail ? ` — ${codeText(result.testCommand.detail)}` : '';
     lines.push(
       `Command (${result.testCommand.source}): ${inlineCode(result.testCommand.command)}${detail}`,
       '',
@@ -200,11 +208,13 @@ function relativeTo(dir: string, file: string): string {
     : relative;
 }
 
-/** Untrusted text (error texts carry tool output) on one literal line. */
-function oneLine(text: string): string {
-  return literalLines(text)
-    .filter((l) => l.trim() !== '')
-    .join(' ');
+/**
+ * Text that carries commands and file names (an error, how the test command was found) as one
+ * code span: it reads the same in a terminal as rendered (`&&`, `__init__`, not `&amp;&amp;` or
+ * `\_\_init\_\_`), and a code span never links, pings or formats.
+ */
+function codeText(text: string): string {
+  return inlineCode(visibleControls(redactSecrets(text)).replace(/\s+/g, ' ').trim());
 }
 
 /** Beside the verdict: harness files the patch changes, and the agent's own run. */

@@ -92,6 +92,31 @@ describe('renderSummary', () => {
   });
 });
 
+describe('renderSummary: text read in a terminal as much as rendered', () => {
+  it('shows commands and file names in the detection note and the error as written, never as escapes', () => {
+    const summary = renderSummary(
+      runResult({
+        outcome: 'setup_failed',
+        error:
+          'setup command 1 (pip install -e . && touch pkg/__init__.py) failed with exit code 1',
+        testCommand: {
+          command: 'npm test',
+          source: 'detected',
+          detail: 'detected npm test: package.json has a test script (tsc && node pkg/__init__.js)',
+        },
+      }),
+    );
+    expect(summary).not.toContain('&amp;');
+    expect(summary).not.toContain('\\_');
+    expect(summary).toContain('(tsc && node pkg/__init__.js)');
+    expect(summary).toContain('(pip install -e . && touch pkg/__init__.py)');
+    // Rendered, the same characters: code spans, which never link, ping or format.
+    const text = plainText(markdownTree(summary));
+    expect(text).toContain('(tsc && node pkg/__init__.js)');
+    expect(text).toContain('(pip install -e . && touch pkg/__init__.py)');
+  });
+});
+
 describe('renderSummary: the patch beyond its diff', () => {
   it('says "fail" for an exit 0 without pytest\'s report, and shows the report counts', () => {
     const summary = renderSummary(

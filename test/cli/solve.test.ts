@@ -304,7 +304,7 @@ describe('frognano solve --sandbox local', () => {
       /^\[frognano\] failed \(capture_failed\): the patch could not be captured: patch capture: `git add` failed with exit code 128: .*; details in .*summary\.md$/,
     );
     const summary = await readFile(path.join(work, 'o', 'summary.md'), 'utf8');
-    expect(summary).toContain('- Outcome: capture_failed (the patch could not be captured');
+    expect(summary).toContain('- Outcome: capture_failed (`the patch could not be captured');
   });
 
   it("exits 1 on a setup failure, shows setup's output in summary.md, and clears only an earlier run's files from --out", async () => {
