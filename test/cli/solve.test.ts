@@ -190,6 +190,11 @@ describe('frognano solve --sandbox local', () => {
     );
     // Only the local-sandbox warning precedes it: no stack trace.
     expect(lines.filter((l) => !l.startsWith('warning:'))).toHaveLength(1);
+    // Where the URL came from, and the two ways to give another.
+    expect(lines.at(-1)).toContain('--model-url');
+    expect(lines.at(-1)).toContain('FROGNANO_MODEL_URL');
+    // Nothing ran, so nothing is written: not even an empty --out.
+    expect(existsSync(path.join(work, 'o'))).toBe(false);
   });
 
   it('fails in one line when the model is not served there', async () => {
