@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError } from './config.js';
+import { loadDotenv } from './dotenv.js';
 import { UsageError } from './commands/solve-options.js';
 import { terminalText } from './commands/terminal-text.js';
 
@@ -30,6 +31,13 @@ const program = new Command()
   })
   // Usage errors (unknown flag, missing value, bad choice) exit 2 like our own; see the catch below.
   .exitOverride();
+
+// Every command but `action` reads its settings the same way: .env in the current directory,
+// then the environment, which wins. In a workflow the current directory is the repository the
+// bot works on: its .env is that project's own, never the bot's settings.
+program.hook('preAction', (_program, command) => {
+  if (command.name() !== 'action') loadDotenv(process.env, process.cwd());
+});
 
 const appModes = [
   ['start', 'all', 'Run the GitHub App: webhook server and workers in one process (npm start)'],

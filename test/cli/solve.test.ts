@@ -30,12 +30,12 @@ interface CliRun {
   stderr: string;
 }
 
-function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
+function runCli(args: string[], env: NodeJS.ProcessEnv, cwd?: string): Promise<CliRun> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [CLI, ...args],
-      { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, timeout: 240_000 },
+      { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, timeout: 240_000, cwd },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
         resolve({ code, stdout, stderr });
@@ -196,6 +196,30 @@ describe('frognano solve --sandbox local', () => {
     // Nothing ran, so nothing is written: not even an empty --out.
     expect(existsSync(path.join(work, 'o'))).toBe(false);
   });
+
+  it('reads FROGNANO_MODEL_URL from .env in the current directory, the environment winning', async () => {
+    const repo = createPythonRepo(work);
+    model = await startScriptedModelServer({ script: fixingScript() });
+    const here = path.join(work, 'here');
+    await mkdir(here);
+    const unused = await freePort();
+    await writeFile(
+      path.join(here, '.env'),
+      `# as doctor reads it\nFROGNANO_MODEL_URL=${model.baseUrl}\nFROGNANO_DATA_DIR=${path.join(work, 'data')}\n`,
+    );
+    const run = await runCli(quickLocalSolve(repo.dir), {}, here);
+    expect(run.code, run.stderr).toBe(0);
+    expect(model.chatRequests.length).toBeGreaterThan(0);
+
+    // A variable set in the environment wins over .env.
+    const theirs = await runCli(
+      quickLocalSolve(repo.dir),
+      { FROGNANO_MODEL_URL: `http://127.0.0.1:${unused}/v1` },
+      here,
+    );
+    expect(theirs.code).toBe(2);
+    expect(theirs.stderr).toContain(`http://127.0.0.1:${unused}/v1 is unreachable`);
+  }, 120_000);
 
   it('fails in one line when the model is not served there', async () => {
     const repo = createPythonRepo(work);
