@@ -94,7 +94,7 @@ program
     'after',
     `
 Exit codes:
-  0    the agent loop reached a stop reason (see summary.md; max_* reasons mean partial work)
+  0    a patch was produced (max_* stop reasons: partial work); the last line ends \`tests after: pass|fail|not run|none\`
   1    the run failed: clone, config, sandbox, setup, model endpoint (llm_query_error),
        tool_error, a patch that could not be captured (capture_failed) or that the policy
        refuses; the reason is the last line on stderr

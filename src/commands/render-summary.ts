@@ -17,7 +17,8 @@ import type { AttemptSummary, RunResult, TestResult } from '../runner/run-types.
 import { testPassed } from '../runner/test-report.js';
 import { instructionFileWords } from '../github/status/index.js';
 import { reportWords } from '../github/status/index.js';
-import { servedBySection } from '../github/publishing/index.js';
+import { servedBySection, verdictLine } from '../github/publishing/index.js';
+import type { StopReason } from '../leaf/protocol.js';
 
 export interface SummaryMeta {
   /** The served model name the run used. */
@@ -29,6 +30,18 @@ export interface SummaryMeta {
 }
 
 const TAIL_CHARS = 6000;
+
+/** Each Leaf stop reason in plain words; the code itself is shown beside. */
+const STOP_WORDS: Record<StopReason, string> = {
+  agent: 'it finished on its own',
+  max_turns: 'it ran out of steps',
+  max_time: 'it ran out of time',
+  max_context_len: 'the conversation outgrew the context window',
+  max_tokens_per_turn: 'one answer reached the token limit of a turn',
+  llm_query_error: 'the model endpoint stopped answering',
+  tool_error: 'the sandbox failed under a tool call',
+  cancelled: 'the run was cancelled',
+};
 
 export function renderSummary(result: RunResult, meta: SummaryMeta = {}): string {
   const several = result.attempts && result.attempts.length > 1 ? result.attempts : undefined;
@@ -55,10 +68,14 @@ function headerLines(
   meta: SummaryMeta,
   several: readonly AttemptSummary[] | undefined,
 ): string[] {
-  const lines: string[] = [`# ${meta.heading ?? 'frognano solve'}`, ''];
+  // The pull request's own verdict first: what a reviewer needs before anything else.
+  const lines: string[] = [`# ${meta.heading ?? 'frognano solve'}`, '', verdictLine(result), ''];
   lines.push(`- Outcome: ${result.outcome}${result.error ? ` (${codeText(result.error)})` : ''}`);
   if (result.exitReason) {
-    lines.push(`- Exit reason: ${result.exitReason}${result.partial ? ' (partial work)' : ''}`);
+    const partial = result.partial ? ', so the patch is partial work' : '';
+    lines.push(
+      `- How the model stopped: ${STOP_WORDS[result.exitReason]} (\`${result.exitReason}\`)${partial}`,
+    );
   }
   if (several) {
     lines.push(

@@ -21,6 +21,7 @@ import { renderSummary } from './render-summary.js';
 import { parseSolveOptions, UsageError, type SolveOptions } from './solve-options.js';
 import { terminalText } from './terminal-text.js';
 import { oneLine } from '../one-line.js';
+import { testVerdict, type TestVerdict } from '../runner/test-verdict.js';
 
 /** Exit codes of `frognano solve` (listed in --help and README). */
 export const SOLVE_EXIT = {
@@ -338,7 +339,22 @@ function failedLine(result: RunResult, reason: string, outDir: string): string {
   return `[frognano] failed (${what}): ${reason}; details in ${path.join(outDir, 'summary.md')}`;
 }
 
+/** The test verdict, last on the last line: a patch whose tests fail is still a patch (exit 0). */
+function testsAfterWords(result: RunResult): string {
+  const words: Record<TestVerdict, string> = {
+    pass: 'pass',
+    fail: 'fail (the patch is written all the same: review it)',
+    not_run: 'not run',
+    untested: 'none (no test command configured or detected)',
+  };
+  return `tests after: ${words[testVerdict(result)]}`;
+}
+
 function doneLine(result: RunResult, outDir: string): string {
+  return `${doneWords(result, outDir)}; ${testsAfterWords(result)}`;
+}
+
+function doneWords(result: RunResult, outDir: string): string {
   const files = result.filesChanged.length;
   const wrote = `wrote ${outDir}/patch.diff, summary.md, trajectory.json, trajectory.html`;
   const count = result.attempts?.length ?? 1;

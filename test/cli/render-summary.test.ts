@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { renderSummary } from '../../src/commands/render-summary.js';
+import { renderPrBody } from '../../src/github/publishing/pr-body.js';
+import type { RunResult } from '../../src/runner/run-types.js';
 import { attemptSummary, runResult, SAMPLE_PATCH } from '../github/helpers/run-result.js';
 import {
   headings,
@@ -89,6 +91,47 @@ describe('renderSummary', () => {
       type: 'code',
       value: 'ok\n````\n# All checks passed\n~~~\n```',
     });
+  });
+});
+
+describe('renderSummary: the verdict first', () => {
+  it.each([
+    [
+      'passing after a failure',
+      runResult(),
+      'The tests failed before the change and pass after it.',
+    ],
+    [
+      'failing after',
+      runResult({ verifyAfter: { ...runResult().verifyAfter!, exitCode: 1 } }),
+      '**The tests do not pass after the change.**',
+    ],
+    [
+      'without a test command',
+      runResult({ testCommand: undefined, verifyBefore: undefined, verifyAfter: undefined }),
+      'No test command was configured (`test:` in `.github/frognano.yml`) or detected, so this change is **unverified**.',
+    ],
+  ])("opens with the pull request's own verdict line (%s)", (_what, result, line) => {
+    const summary = renderSummary(result);
+    const [heading, , first] = summary.split('\n');
+    expect(heading).toBe('# frognano solve');
+    expect(first).toBe(line);
+    const body = renderPrBody({ result, issueNumber: 1, triggeredBy: 'octocat' });
+    expect(body).toContain(`\n${line}`);
+  });
+
+  it('says in plain words how the model stopped, the code beside', () => {
+    const ended = (exitReason: RunResult['exitReason'], partial = false) =>
+      renderSummary(runResult({ exitReason, partial }))
+        .split('\n')
+        .find((l) => l.startsWith('- How the model stopped:'));
+    expect(ended('agent')).toBe('- How the model stopped: it finished on its own (`agent`)');
+    expect(ended('max_turns', true)).toBe(
+      '- How the model stopped: it ran out of steps (`max_turns`), so the patch is partial work',
+    );
+    expect(ended('llm_query_error')).toBe(
+      '- How the model stopped: the model endpoint stopped answering (`llm_query_error`)',
+    );
   });
 });
 
@@ -250,8 +293,10 @@ describe('renderSummary of a one-attempt run', () => {
   const EXPECTED = [
     '# frognano solve',
     '',
+    'The tests failed before the change and pass after it.',
+    '',
     '- Outcome: completed',
-    '- Exit reason: agent',
+    '- How the model stopped: it finished on its own (`agent`)',
     '- Model: `microsoft/FrogNano-4B-2609`',
     '- Base commit: `aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa`',
     '- Steps: 3/150',

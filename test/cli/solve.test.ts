@@ -127,7 +127,7 @@ async function expectOutputs(outDir: string, head?: string) {
   expect(trajectory.n_steps).toBe(5);
   expect(trajectory.final_message).toContain('Fixed add()');
   const summary = await readFile(path.join(outDir, 'summary.md'), 'utf8');
-  expect(summary).toContain('Exit reason: agent');
+  expect(summary).toContain('How the model stopped: it finished on its own (`agent`)');
   expect(summary).toMatch(/Before: fail \(exit 1/);
   expect(summary).toMatch(/After: pass \(exit 0/);
   expect(summary).toContain('- `calc.py`');
@@ -167,6 +167,9 @@ describe('frognano solve --sandbox local', () => {
     expect(run.stderr).toMatch(/step 1\/150 Glob/);
     expect(run.stderr).toMatch(/step 4\/150 Bash/);
     expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr.trim().split('\n').at(-1)).toMatch(
+      /^\[frognano\] done: .*; tests after: pass$/,
+    );
     await expectOutputs(outDir, repo.head);
     await expectPatchFixesFreshClone(repo.dir, outDir);
     // The user's working copy is never touched.
@@ -219,6 +222,30 @@ describe('frognano solve --sandbox local', () => {
     );
     expect(theirs.code).toBe(2);
     expect(theirs.stderr).toContain(`http://127.0.0.1:${unused}/v1 is unreachable`);
+  }, 120_000);
+
+  it('still exits 0 with a patch whose tests fail after, and says so last', async () => {
+    const repo = createPythonRepo(work);
+    model = await startScriptedModelServer({
+      script: [
+        toolCall('Edit', {
+          file_path: 'calc.py',
+          old_string: 'return a - b',
+          new_string: 'return a * b',
+        }),
+        finalAnswer('Changed add().'),
+      ],
+    });
+    const run = await runCli(quickLocalSolve(repo.dir), {
+      FROGNANO_MODEL_URL: model.baseUrl,
+      FROGNANO_DATA_DIR: path.join(work, 'data'),
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr.trim().split('\n').at(-1)).toMatch(
+      /^\[frognano\] done: .*1 file\(s\) changed; .*; tests after: fail \(the patch is written all the same: review it\)$/,
+    );
+    const summary = await readFile(path.join(work, 'o', 'summary.md'), 'utf8');
+    expect(summary.split('\n')[2]).toBe('**The tests do not pass after the change.**');
   }, 120_000);
 
   it('fails in one line when the model is not served there', async () => {
@@ -316,7 +343,7 @@ describe('frognano solve --sandbox local', () => {
       /^\[frognano\] failed \(llm_query_error\): the model endpoint stopped answering: .*script exhausted.*; details in .*summary\.md$/,
     );
     const summary = await readFile(path.join(work, 'o', 'summary.md'), 'utf8');
-    expect(summary).toContain('Exit reason: llm_query_error');
+    expect(summary).toContain('(`llm_query_error`)');
   });
 
   it('exits 1 with the reason last when the patch cannot be captured', async () => {

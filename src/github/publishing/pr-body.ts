@@ -18,6 +18,7 @@ import {
 import { instructionFilesSection } from '../status/index.js';
 import { testWords } from '../status/index.js';
 import { testPassed } from '../../runner/test-report.js';
+import { testVerdict } from '../../runner/test-verdict.js';
 import { servedBySection } from './served-by.js';
 import { changedFiles, diffstatLines, diffstatTotal } from './diffstat.js';
 
@@ -107,7 +108,7 @@ function finalMessage(result: RunResult, d: Detail): string {
 function testEvidence(result: RunResult, d: Detail): string {
   const head = '## Test evidence';
   if (!result.testCommand) {
-    return `${head}\n\nNo test command was configured (\`test:\` in \`.github/frognano.yml\`) or detected, so this change is **unverified**.`;
+    return `${head}\n\n${verdictLine(result)}`;
   }
   const cmd = result.testCommand;
   const source =
@@ -127,7 +128,7 @@ function testEvidence(result: RunResult, d: Detail): string {
       row('before', result.verifyBefore),
       row('after', result.verifyAfter),
     ].join('\n'),
-    verdict(result),
+    verdictLine(result),
   ];
   if (d.tailChars > 0) {
     for (const [label, t] of [
@@ -147,16 +148,21 @@ function testEvidence(result: RunResult, d: Detail): string {
   return parts.join('\n\n');
 }
 
-function verdict(result: RunResult): string {
+/** The test evidence in one line: the pull request's, and the first line of summary.md. */
+export function verdictLine(result: RunResult): string {
   const before = result.verifyBefore;
-  const after = result.verifyAfter;
-  if (!after) return '**The tests were not run after the change.**';
-  const ok = testPassed(after);
-  if (ok && before && !testPassed(before))
-    return 'The tests failed before the change and pass after it.';
-  if (ok)
-    return 'The tests pass after the change (they passed before it too, so they may not cover the issue).';
-  return '**The tests do not pass after the change.**';
+  switch (testVerdict(result)) {
+    case 'untested':
+      return `No test command was configured (\`test:\` in \`.github/frognano.yml\`) or detected, so this change is **unverified**.`;
+    case 'not_run':
+      return '**The tests were not run after the change.**';
+    case 'pass':
+      return before && !testPassed(before)
+        ? 'The tests failed before the change and pass after it.'
+        : 'The tests pass after the change (they passed before it too, so they may not cover the issue).';
+    case 'fail':
+      return '**The tests do not pass after the change.**';
+  }
 }
 
 function diffstatSection(result: RunResult, d: Detail): string {
