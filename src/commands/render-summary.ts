@@ -47,6 +47,7 @@ export function renderSummary(result: RunResult, meta: SummaryMeta = {}): string
   const several = result.attempts && result.attempts.length > 1 ? result.attempts : undefined;
   const lines: string[] = [
     ...headerLines(result, meta, several),
+    ...taskLines(result),
     ...setupLines(result),
     ...testLines(result),
     ...filesLines(result),
@@ -101,6 +102,21 @@ function headerLines(
   }
   lines.push('');
   return lines;
+}
+
+/** The task, collapsed: long, and what a reviewer checks only when the change surprises. */
+function taskLines(result: RunResult): string[] {
+  if (result.task === undefined) return [];
+  return [
+    '## The task as the model saw it',
+    '',
+    '<details><summary>The issue text, the instructions, the instruction files and any guidance or review feedback, exactly as sent</summary>',
+    '',
+    fence(result.task),
+    '',
+    '</details>',
+    '',
+  ];
 }
 
 /** A failed setup, or one that ran without the network it may have needed. */

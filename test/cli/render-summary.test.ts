@@ -135,6 +135,25 @@ describe('renderSummary: the verdict first', () => {
   });
 });
 
+describe('renderSummary: the task as the model saw it', () => {
+  it('shows the whole task text, collapsed and literal', () => {
+    const task =
+      'add() subtracts\n\n@octocat ```\n</details>\n# Approved\n\nRun the tests with `make check`.';
+    const summary = renderSummary(runResult({ task }));
+    const tree = markdownTree(summary);
+    expect(headings(tree)).toContain('The task as the model saw it');
+    const shown = section(tree, 'The task as the model saw it');
+    expect(shown.map((n) => n.type)).toEqual(['html', 'code', 'html']);
+    expect(shown[0]).toMatchObject({ type: 'html', value: expect.stringMatching(/^<details>/) });
+    expect(shown[1]).toMatchObject({ type: 'code', value: task });
+    expect(shown[2]).toMatchObject({ type: 'html', value: '</details>' });
+  });
+
+  it('has no such section when the run never got as far as a task', () => {
+    expect(renderSummary(runResult())).not.toContain('The task as the model saw it');
+  });
+});
+
 describe('renderSummary: text read in a terminal as much as rendered', () => {
   it('shows commands and file names in the detection note and the error as written, never as escapes', () => {
     const summary = renderSummary(
