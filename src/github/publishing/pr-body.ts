@@ -19,6 +19,7 @@ import { instructionFilesSection } from '../status/index.js';
 import { testWords } from '../status/index.js';
 import { testPassed } from '../../runner/test-report.js';
 import { testVerdict } from '../../runner/test-verdict.js';
+import type { WorkflowRunLink } from '../workflow-run.js';
 import { servedBySection } from './served-by.js';
 import { changedFiles, diffstatLines, diffstatTotal } from './diffstat.js';
 
@@ -32,6 +33,8 @@ export interface PrBodyInput {
   triggeredBy: string;
   /** Link to the full trajectory, when a public URL is configured. */
   trajectoryUrl?: string;
+  /** Actions mode: the workflow run that made it, and the artifact holding its run page. */
+  workflowRun?: WorkflowRunLink;
   model?: string;
 }
 
@@ -79,8 +82,14 @@ function render(input: PrBodyInput, d: Detail): string {
     input.trajectoryUrl
       ? `The run page (every step, the diff, the test evidence; raw JSON at \`${input.trajectoryUrl}.json\`): ${input.trajectoryUrl}`
       : '',
+    input.workflowRun ? workflowRunSentence(input.workflowRun) : '',
   ];
   return sections.filter((s) => s !== '').join('\n\n') + '\n';
+}
+
+/** Actions mode: where the run's own page is (no server shows it). */
+export function workflowRunSentence(link: WorkflowRunLink): string {
+  return `Made by [this workflow run](${link.url}); its artifact \`${link.artifact}\` holds the run page (\`trajectory.html\`: every step, the diff, the test evidence), the trajectories and \`summary.md\`.`;
 }
 
 function banner(input: PrBodyInput): string {

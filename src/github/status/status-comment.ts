@@ -9,6 +9,7 @@ import { fence, inertQuote, inlineCode, literalLines, tail } from '../markdown.j
 import type { GitHubClient, IssueRef } from '../octokit.js';
 import type { RestBudget } from '../rest-budget.js';
 import type { IssueJob } from '../job.js';
+import type { WorkflowRunLink } from '../workflow-run.js';
 
 export const STATUS_MARKER = '<!-- frognano:status -->';
 
@@ -47,12 +48,18 @@ const PHASE_WORDS: Record<RunPhase, string> = {
   cleanup: 'cleaning up',
 };
 
+/** What the comment's small print names: the trigger, the run, where to see it. */
+export interface StatusMeta {
+  runId?: string;
+  trigger?: string;
+  runPageUrl?: string;
+  /** Actions mode: the workflow run and the artifact holding the run page. */
+  workflowRun?: WorkflowRunLink;
+}
+
 const VERIFICATION_WORDS = { none: '', verifying: ', testing its change', done: ', tested' };
 
-export function renderStatus(
-  state: StatusState,
-  meta: { runId?: string; trigger?: string; runPageUrl?: string } = {},
-): string {
+export function renderStatus(state: StatusState, meta: StatusMeta = {}): string {
   const lines: string[] = [STATUS_MARKER, ...stateLines(state)];
   const notes = 'notes' in state ? (state.notes ?? []) : [];
   if (notes.length > 0) lines.splice(2, 0, '', ...notes);
@@ -61,6 +68,9 @@ export function renderStatus(
       meta.trigger,
       meta.runId ? `run ${inlineCode(meta.runId)}` : undefined,
       meta.runPageUrl ? `[run page](${meta.runPageUrl})` : undefined,
+      meta.workflowRun
+        ? `[workflow run](${meta.workflowRun.url}), artifact \`${meta.workflowRun.artifact}\``
+        : undefined,
     ].filter(Boolean);
     lines.push('', `<sub>${bits.join(' · ')}</sub>`);
   }
@@ -482,7 +492,7 @@ export interface StatusReporterOptions {
   /** REST calls kept back for publishing and the final status edit (read at every write). */
   reserve: number | (() => number);
   log: Logger;
-  meta?: { runId?: string; trigger?: string; runPageUrl?: string };
+  meta?: StatusMeta;
   onCommentId?: (id: number) => void;
   /** Runs each write under the issue's lock (shared with intake). */
   serialize?: (write: () => Promise<void>) => Promise<void>;
