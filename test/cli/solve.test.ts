@@ -360,7 +360,8 @@ describe('frognano solve --sandbox local', () => {
       /^\[frognano\] failed \(capture_failed\): the patch could not be captured: patch capture: `git add` failed with exit code 128: .*; details in .*summary\.md$/,
     );
     const summary = await readFile(path.join(work, 'o', 'summary.md'), 'utf8');
-    expect(summary).toContain('- Outcome: capture_failed (`the patch could not be captured');
+    // The error as one code span (a longer fence when it holds backticks).
+    expect(summary).toMatch(/^- Outcome: capture_failed \(`+ ?the patch could not be captured/m);
   });
 
   it("exits 1 on a setup failure, shows setup's output in summary.md, and clears only an earlier run's files from --out", async () => {
@@ -419,11 +420,14 @@ describe('frognano solve --sandbox local', () => {
     expect(lines.filter((l) => l.startsWith('[frognano] done'))).toHaveLength(1);
     expect(lines.at(-1)).toMatch(/^\[frognano\] done: agent, 4 steps/);
     // The done line names every file it wrote.
-    expect(lines.at(-1)).toMatch(/patch\.diff, summary\.md, trajectory\.json, trajectory\.html$/);
+    expect(lines.at(-1)).toMatch(
+      /patch\.diff, summary\.md, trajectory\.json, trajectory\.html; tests after: \w+/,
+    );
 
     const summary = await readFile(path.join(work, 'o', 'summary.md'), 'utf8');
     expect(headings(markdownTree(summary))).toEqual([
       'frognano solve',
+      'The task as the model saw it',
       'Tests',
       'Files changed',
       'Changes',
@@ -517,7 +521,7 @@ describe('frognano solve --sandbox local', () => {
     expect(first.code, first.stderr).toBe(0);
     // The done line says which attempt the files are, and where the others are.
     expect(first.stderr.trim().split('\n').at(-1)).toBe(
-      `[frognano] done: attempt 1 of 2 selected, agent, 2 steps, 1 file(s) changed; wrote ${out}/patch.diff, summary.md, trajectory.json, trajectory.html; every attempt's files are listed in summary.md`,
+      `[frognano] done: attempt 1 of 2 selected, agent, 2 steps, 1 file(s) changed; wrote ${out}/patch.diff, summary.md, trajectory.json, trajectory.html; every attempt's files are listed in summary.md; tests after: pass`,
     );
     const summary = await readFile(path.join(out, 'summary.md'), 'utf8');
     expect(headings(markdownTree(summary))).toContain('Attempts');
