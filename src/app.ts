@@ -1,8 +1,6 @@
 // The GitHub App entry point: wiring only. The webhook handler verifies (Probot), filters
 // (triggers.ts) and records the delivery (queue); intake, workers and publishing do the rest.
-import { existsSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { resolve } from 'node:path';
 import {
   Probot,
   Server,
@@ -12,6 +10,7 @@ import {
 } from 'probot';
 import type { Logger } from 'pino';
 import { loadProcessConfig } from './config.js';
+import { loadDotenv } from './dotenv.js';
 import { modelConfigFrom } from './commands/model-config-from.js';
 import { modelFleetFrom } from './commands/model-fleet-from.js';
 import type { ModelFleet } from './model-fleet/fleet.js';
@@ -175,8 +174,7 @@ export async function startApp(options: StartAppOptions = {}): Promise<RunningAp
 /** The environment; Probot's registration flow writes APP_ID, PRIVATE_KEY and WEBHOOK_SECRET into .env. */
 function appEnv(options: StartAppOptions): NodeJS.ProcessEnv {
   const env = options.env ?? process.env;
-  const dotenv = resolve(options.cwd ?? process.cwd(), '.env');
-  if (env === process.env && existsSync(dotenv)) process.loadEnvFile(dotenv);
+  loadDotenv(env, options.cwd);
   return env;
 }
 

@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError } from './config.js';
+import { loadDotenv } from './dotenv.js';
 import { UsageError } from './commands/solve-options.js';
 import { terminalText } from './commands/terminal-text.js';
 
@@ -30,6 +31,13 @@ const program = new Command()
   })
   // Usage errors (unknown flag, missing value, bad choice) exit 2 like our own; see the catch below.
   .exitOverride();
+
+// Every command but `action` reads its settings the same way: .env in the current directory,
+// then the environment, which wins. In a workflow the current directory is the repository the
+// bot works on: its .env is that project's own, never the bot's settings.
+program.hook('preAction', (_program, command) => {
+  if (command.name() !== 'action') loadDotenv(process.env, process.cwd());
+});
 
 const appModes = [
   ['start', 'all', 'Run the GitHub App: webhook server and workers in one process (npm start)'],
@@ -86,7 +94,7 @@ program
     'after',
     `
 Exit codes:
-  0    the agent loop reached a stop reason (see summary.md; max_* reasons mean partial work)
+  0    a patch was produced (max_* stop reasons: partial work); the last line ends \`tests after: pass|fail|not run|none\`
   1    the run failed: clone, config, sandbox, setup, model endpoint (llm_query_error),
        tool_error, a patch that could not be captured (capture_failed) or that the policy
        refuses; the reason is the last line on stderr

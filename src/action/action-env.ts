@@ -21,6 +21,8 @@ export interface ActionEnv {
   output?: string;
   /** One id per workflow run attempt (the queue's delivery id). */
   deliveryId: string;
+  /** The workflow run's page, when the runner names the run (GITHUB_RUN_ID). */
+  workflowRunUrl?: string;
 }
 
 /** A variable the runner should have set is missing or bad: exit 2 with this line. */
@@ -64,6 +66,12 @@ export function readActionEnv(env: NodeJS.ProcessEnv, cwd = process.cwd()): Acti
     deliveryId: set(env.GITHUB_RUN_ID)
       ? `actions-${env.GITHUB_RUN_ID}-${env.GITHUB_RUN_ATTEMPT || '1'}`
       : `actions-${process.pid}-${Date.now()}`,
+    ...optional(
+      'workflowRunUrl',
+      set(env.GITHUB_RUN_ID) && /^\d+$/.test(env.GITHUB_RUN_ID!.trim())
+        ? `${url(env, 'GITHUB_SERVER_URL', 'https://github.com').replace(/\/+$/, '')}/${owner}/${repo}/actions/runs/${env.GITHUB_RUN_ID!.trim()}`
+        : undefined,
+    ),
   };
 }
 

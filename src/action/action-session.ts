@@ -202,6 +202,7 @@ function workerDeps(
     sandbox: config.sandbox,
     statusThrottleMs: config.statusThrottleMs,
     publicUrl: config.publicUrl,
+    ...(d.env.workflowRunUrl ? { workflowRunUrl: d.env.workflowRunUrl } : {}),
     pollMs: 1000,
     artifactTtlSeconds: config.retentionDays * 24 * 3600,
   };

@@ -19,7 +19,8 @@ export async function actionCommand(io: {
   try {
     return await runAction({
       env: io.env,
-      log: createLogger({ level: io.env.LOG_LEVEL }),
+      // A step's log is read by a person in the workflow's page: lines, unless asked for JSON.
+      log: createLogger({ level: io.env.LOG_LEVEL, pretty: io.env.LOG_FORMAT !== 'json' }),
       stderr: io.stderr,
       signal: controller.signal,
     });

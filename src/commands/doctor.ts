@@ -2,7 +2,7 @@
 // line, ✓ with what was found, or ✗ with what is wrong and how to fix it.
 import { constants, existsSync, statSync } from 'node:fs';
 import { access, open } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { Probot, ProbotOctokit } from 'probot';
 import pino from 'pino';
@@ -493,10 +493,6 @@ export interface DoctorIo {
 /** `frognano doctor`: prints one line per check; exit code 1 when something blocks runs. */
 export async function doctorCommand(io: DoctorIo): Promise<number> {
   const cwd = io.cwd ?? process.cwd();
-  // The same .env `npm start` reads (where the registration flow wrote the credentials).
-  if (io.env === process.env && existsSync(resolve(cwd, '.env'))) {
-    process.loadEnvFile(resolve(cwd, '.env'));
-  }
   const outcomes = await runChecks({ env: io.env, cwd, ...(io.probe ? { probe: true } : {}) });
   for (const outcome of outcomes) io.stdout(outcome.line);
   const blocking = outcomes.filter((outcome) => outcome.blocks).length;

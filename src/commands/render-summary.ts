@@ -3,7 +3,15 @@
 // a file name or a test's output cannot write a section of its own; the step table and the
 // diffstat are the PR body's own renderers.
 import path from 'node:path';
-import { fence, fileName, inertQuote, inlineCode, literalLines, tail } from '../github/markdown.js';
+import {
+  fence,
+  fileName,
+  inertQuote,
+  inlineCode,
+  tail,
+  visibleControls,
+} from '../github/markdown.js';
+import { redactSecrets } from '../redact.js';
 import { attemptsTable, changesSection, trajectoryTable } from '../github/publishing/index.js';
 import type { AttemptSummary, RunResult, TestResult } from '../runner/run-types.js';
 import { testPassed } from '../runner/test-report.js';
@@ -14,7 +22,8 @@ import {
   testsInconclusive,
 } from '../github/status/index.js';
 import { reportWords } from '../github/status/index.js';
-import { runtimeWords, servedBySection } from '../github/publishing/index.js';
+import { runtimeWords, servedBySection, verdictLine } from '../github/publishing/index.js';
+import type { StopReason } from '../leaf/protocol.js';
 
 export interface SummaryMeta {
   /** The served model name the run used. */
@@ -27,11 +36,24 @@ export interface SummaryMeta {
 
 const TAIL_CHARS = 6000;
 
+/** Each Leaf stop reason in plain words; the code itself is shown beside. */
+const STOP_WORDS: Record<StopReason, string> = {
+  agent: 'it finished on its own',
+  max_turns: 'it ran out of steps',
+  max_time: 'it ran out of time',
+  max_context_len: 'the conversation outgrew the context window',
+  max_tokens_per_turn: 'one answer reached the token limit of a turn',
+  llm_query_error: 'the model endpoint stopped answering',
+  tool_error: 'the sandbox failed under a tool call',
+  cancelled: 'the run was cancelled',
+};
+
 export function renderSummary(result: RunResult, meta: SummaryMeta = {}): string {
   const several = result.attempts && result.attempts.length > 1 ? result.attempts : undefined;
   const lines: string[] = [
     ...headerLines(result, meta, several),
     ...problemLines(result),
+    ...taskLines(result),
     ...setupLines(result),
     ...environmentSummaryLines(result),
     ...testLines(result),
@@ -54,10 +76,14 @@ function headerLines(
   meta: SummaryMeta,
   several: readonly AttemptSummary[] | undefined,
 ): string[] {
-  const lines: string[] = [`# ${meta.heading ?? 'frognano solve'}`, ''];
-  lines.push(`- Outcome: ${result.outcome}${result.error ? ` (${oneLine(result.error)})` : ''}`);
+  // The pull request's own verdict first: what a reviewer needs before anything else.
+  const lines: string[] = [`# ${meta.heading ?? 'frognano solve'}`, '', verdictLine(result), ''];
+  lines.push(`- Outcome: ${result.outcome}${result.error ? ` (${codeText(result.error)})` : ''}`);
   if (result.exitReason) {
-    lines.push(`- Exit reason: ${result.exitReason}${result.partial ? ' (partial work)' : ''}`);
+    const partial = result.partial ? ', so the patch is partial work' : '';
+    lines.push(
+      `- How the model stopped: ${STOP_WORDS[result.exitReason]} (\`${result.exitReason}\`)${partial}`,
+    );
   }
   if (several) {
     lines.push(
@@ -98,6 +124,21 @@ function environmentSummaryLines(result: RunResult): string[] {
   return lines.length > 0 ? ['## Environment', '', ...lines, ''] : [];
 }
 
+/** The task, collapsed: long, and what a reviewer checks only when the change surprises. */
+function taskLines(result: RunResult): string[] {
+  if (result.task === undefined) return [];
+  return [
+    '## The task as the model saw it',
+    '',
+    '<details><summary>The issue text, the instructions, the instruction files and any guidance or review feedback, exactly as sent</summary>',
+    '',
+    fence(result.task),
+    '',
+    '</details>',
+    '',
+  ];
+}
+
 /** A failed setup, or one that ran without the network it may have needed. */
 function setupLines(result: RunResult): string[] {
   if (!(result.outcome === 'setup_failed' || (result.setupTail && result.setupNetwork === false))) {
@@ -120,7 +161,7 @@ function setupLines(result: RunResult): string[] {
 function testLines(result: RunResult): string[] {
   const lines = ['## Tests', ''];
   if (result.testCommand) {
-    const detail = result.testCommand.detail ? ` — ${oneLine(result.testCommand.detail)}` : '';
+    const detail = result.testCommand.detail ? ` — ${codeText(result.testCommand.detail)}` : '';
     lines.push(
       `Command (${result.testCommand.source}): ${inlineCode(result.testCommand.command)}${detail}`,
       '',
@@ -222,11 +263,13 @@ function relativeTo(dir: string, file: string): string {
     : relative;
 }
 
-/** Untrusted text (error texts carry tool output) on one literal line. */
-function oneLine(text: string): string {
-  return literalLines(text)
-    .filter((l) => l.trim() !== '')
-    .join(' ');
+/**
+ * Text that carries commands and file names (an error, how the test command was found) as one
+ * code span: it reads the same in a terminal as rendered (`&&`, `__init__`, not `&amp;&amp;` or
+ * `\_\_init\_\_`), and a code span never links, pings or formats.
+ */
+function codeText(text: string): string {
+  return inlineCode(visibleControls(redactSecrets(text)).replace(/\s+/g, ' ').trim());
 }
 
 /** Beside the verdict: harness files the patch changes, and the agent's own run. */

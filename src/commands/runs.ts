@@ -32,10 +32,6 @@ interface ListOptions {
 
 async function openListing(io: RunsIo) {
   const cwd = io.cwd ?? process.cwd();
-  // As `npm start` does: the App's variables (FROGNANO_DATA_DIR among them) may live in .env.
-  if (io.env === process.env && existsSync(path.resolve(cwd, '.env'))) {
-    process.loadEnvFile(path.resolve(cwd, '.env'));
-  }
   const config = loadAppConfig(io.env, cwd);
   const queue = await openRunsQueue(io.env, config.dataDir);
   const listing = queueRunListing(queue, {

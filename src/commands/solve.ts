@@ -26,6 +26,7 @@ import { renderSummary } from './render-summary.js';
 import { parseSolveOptions, UsageError, type SolveOptions } from './solve-options.js';
 import { terminalText } from './terminal-text.js';
 import { oneLine } from '../one-line.js';
+import { testVerdict, type TestVerdict } from '../runner/test-verdict.js';
 
 /** Exit codes of `frognano solve` (listed in --help and README). */
 export const SOLVE_EXIT = {
@@ -74,7 +75,7 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
   const modelConfig = modelConfigFrom(config, overrides);
 
   const outDir = path.resolve(options.out);
-  await prepareOutDir(options.out, outDir);
+  await assertOutDirUsable(options.out, outDir);
   if (sandbox === 'local') {
     say(
       "warning: --sandbox local runs the agent's commands on this machine with your user's rights, only isolated by a temporary copy; use it for development only",
@@ -100,9 +101,13 @@ export async function solve(rawOptions: Record<string, unknown>, io: SolveIo): P
     const checks = await fleet.check();
     const failed = checks.filter((c) => !c.ok);
     if (failed.length === checks.length) {
-      throw new ModelEndpointError(failed.map((c) => c.message).join('; '));
+      throw new ModelEndpointError(
+        `${failed.map((c) => c.message).join('; ')} (${modelUrlSource(options, io.env)})`,
+      );
     }
     for (const c of failed) say(`warning: ${c.message}; the run uses the other endpoints`);
+    // Only now, with every pre-flight check passed: a run that cannot start leaves nothing.
+    await prepareOutDir(options.out, outDir);
     return await solveWith(options, io, {
       fleet,
       logger,
@@ -205,14 +210,30 @@ export function failureOf(result: RunResult): string | undefined {
   return undefined;
 }
 
-/** --out must be a directory; our own files from an earlier run go, anything else stays. */
-async function prepareOutDir(given: string, outDir: string): Promise<void> {
+/** Where solve took the model URL from, and how to give another. */
+function modelUrlSource(options: SolveOptions, env: NodeJS.ProcessEnv): string {
+  const from =
+    options.modelUrl !== undefined
+      ? '--model-url'
+      : env.FROGNANO_MODEL_URL?.trim()
+        ? 'FROGNANO_MODEL_URL'
+        : 'the default, as neither --model-url nor FROGNANO_MODEL_URL is set';
+  return `the URL is ${from}; give the server's /v1 URL with --model-url <url> or FROGNANO_MODEL_URL (in the environment or .env)`;
+}
+
+/** --out must be a directory (or not exist yet): checked before anything runs. */
+async function assertOutDirUsable(given: string, outDir: string): Promise<void> {
   const info = await stat(outDir).catch(() => undefined);
   if (info && !info.isDirectory()) {
     throw new UsageError(
       `--out ${given} is a file, not a directory: give a directory for the results`,
     );
   }
+}
+
+/** --out made; our own files from an earlier run go, anything else stays. */
+async function prepareOutDir(given: string, outDir: string): Promise<void> {
+  await assertOutDirUsable(given, outDir);
   try {
     await mkdir(outDir, { recursive: true });
     for (const name of OUTPUT_FILES) await rm(path.join(outDir, name), { force: true });
@@ -330,7 +351,23 @@ function failedLine(result: RunResult, reason: string, outDir: string): string {
   return `[frognano] failed (${what}): ${reason}; details in ${path.join(outDir, 'summary.md')}`;
 }
 
+/** The test verdict, last on the last line: a patch whose tests fail is still a patch (exit 0). */
+function testsAfterWords(result: RunResult): string {
+  const words: Record<TestVerdict, string> = {
+    pass: 'pass',
+    fail: 'fail (the patch is written all the same: review it)',
+    inconclusive: 'inconclusive (the tests could not run in this environment; see summary.md)',
+    not_run: 'not run',
+    untested: 'none (no test command configured or detected)',
+  };
+  return `tests after: ${words[testVerdict(result)]}`;
+}
+
 function doneLine(result: RunResult, outDir: string): string {
+  return `${doneWords(result, outDir)}; ${testsAfterWords(result)}`;
+}
+
+function doneWords(result: RunResult, outDir: string): string {
   const files = result.filesChanged.length;
   const wrote = `wrote ${outDir}/patch.diff, summary.md, trajectory.json, trajectory.html`;
   const count = result.attempts?.length ?? 1;

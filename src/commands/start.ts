@@ -1,7 +1,5 @@
 // `npm start` / `frognano serve` / `frognano worker`: check what runs need (the doctor's checks),
 // build the sandbox image when it is missing, start the App and stop it cleanly on a signal.
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { startApp, type AppMode } from '../app.js';
 import { loadAppConfig } from '../github/app-config.js';
 import { log } from '../log.js';
@@ -14,9 +12,6 @@ import { startMetricsServer, type MetricsServer } from '../metrics/index.js';
 export async function startCommand(options: { mode: AppMode }): Promise<void> {
   const env = process.env;
   const cwd = process.cwd();
-  // Probot's registration flow writes the App's credentials here; the checks need them too.
-  const dotenv = resolve(cwd, '.env');
-  if (existsSync(dotenv)) process.loadEnvFile(dotenv);
   // Unregistered: serve the registration flow; the checks run at the next start.
   if (loadAppConfig(env, cwd).credentials && !(await preflight(options.mode, env, cwd))) {
     process.exitCode = 1;

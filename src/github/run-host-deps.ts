@@ -31,5 +31,7 @@ export interface GitHubRunHostDeps {
   statusThrottleMs: number;
   /** Base URL under which the run page `/frognano/runs/<id>/trajectory` is served publicly. */
   publicUrl?: string;
+  /** Actions mode: the workflow run's page, linked (with the run's artifact) instead. */
+  workflowRunUrl?: string;
   git?: GitRunner;
 }

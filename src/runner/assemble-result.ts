@@ -122,6 +122,7 @@ function addConfig(result: RunResult, config: ConfigFacts | undefined): void {
   if (config?.instructionFiles) result.instructionFiles = config.instructionFiles;
   if (config?.testCommand) result.testCommand = config.testCommand;
   if (config?.followUpBase) result.followUpBase = config.followUpBase;
+  if (config?.task !== undefined) result.task = config.task;
 }
 
 function addSetup(

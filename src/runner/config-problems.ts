@@ -71,7 +71,8 @@ export function checkConfigText(text: string, options: CheckOptions = {}): Check
     };
   }
   const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true, lineCounter: lines });
-  if (doc.errors.length > 0) return { problems: doc.errors.map((e) => yamlProblem(e, quote)) };
+  if (doc.errors.length > 0)
+    return { problems: inFileOrder(doc.errors.map((e) => yamlProblem(e, quote))) };
   let data: unknown;
   try {
     data = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
@@ -102,9 +103,16 @@ export function checkConfigText(text: string, options: CheckOptions = {}): Check
   const mapping = data as Record<string, unknown>;
   if (parsed.success) return { problems: [], data: mapping, config: parsed.data };
   const locate = locator(doc, lines);
-  return {
-    problems: parsed.error.issues.flatMap((issue) => schemaProblems(issue, locate, quote)),
-  };
+  const problems = parsed.error.issues.flatMap((issue) => schemaProblems(issue, locate, quote));
+  return { problems: inFileOrder(problems) };
+}
+
+/**
+ * In the file's order (the schema reports keys in its own): the first is the one a run names,
+ * `config show` too, and the first `config validate` lists.
+ */
+function inFileOrder(problems: ConfigProblem[]): ConfigProblem[] {
+  return [...problems].sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
 }
 
 /** The parser's words where they name its own API rather than the file. */

@@ -136,6 +136,11 @@ export interface TestReport {
   failures: number;
   errors: number;
   skipped: number;
+  /**
+   * Modules pytest could not collect (an import error): each is counted in `tests` and
+   * `errors` too, as pytest writes them. Absent when there are none.
+   */
+  collectionErrors?: number;
   /** Why the run does not count as passed by its report; absent when the report is clean. */
   problem?: string;
 }
@@ -224,6 +229,12 @@ export interface RunResult {
   attempts?: AttemptSummary[];
   /** The attempt whose patch the fields above hold (several attempts only). */
   selectedAttempt?: number;
+  /**
+   * The task exactly as the model got it: the issue text (or a follow-up's, with the feedback),
+   * the config's `instructions`, the instruction files, the retry guidance. Absent when the run
+   * stopped before there was one.
+   */
+  task?: string;
   /** The repository's instruction files the task was given (absent when it has none). */
   instructionFiles?: InstructionFileUse[];
   /** The endpoints that answered the (selected) attempt's loop, and what each said of itself. */

@@ -76,10 +76,21 @@ export function parseJUnitReport(xml: string): TestReport {
   }
   if (suites === 0) return none('the test report has no test suite');
   const report: TestReport = { present: true, ...totals };
-  if (totals.tests === 0) report.problem = 'the test report lists no tests';
+  // pytest writes a module it could not import as a test case with this error (and counts it
+  // as a test): "collected 0 items / 1 error" is no test at all.
+  const collectionErrors = body.match(/<error\s+message="collection failure"/g)?.length ?? 0;
+  if (collectionErrors > 0) report.collectionErrors = collectionErrors;
+  if (collectionErrors > 0) {
+    report.problem = `pytest could not collect the tests (${counted(collectionErrors, 'collection error')})`;
+  } else if (totals.tests === 0) report.problem = 'the test report lists no tests';
   else if (totals.failures + totals.errors > 0)
-    report.problem = `the test report lists ${totals.failures} failures and ${totals.errors} errors`;
+    report.problem = `the test report lists ${counted(totals.failures, 'failure')} and ${counted(totals.errors, 'error')}`;
   return report;
+}
+
+/** `1 test`, `2 tests`, `0 tests`. */
+export function counted(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
 /** What a run whose report never appeared (or could not be read) is recorded as. */

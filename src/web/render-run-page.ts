@@ -80,6 +80,12 @@ export function renderHeader(data: RunPageData): string {
 /** Everything below the header: evidence, then each attempt (tabs when there are several). */
 export function renderRunBody(data: RunPageData): string {
   const parts: string[] = [renderEvidence(data)];
+  if (data.task !== undefined) {
+    // Collapsed: long, and read only when the change surprises.
+    parts.push(
+      `<section class="block"><details class="task"><summary>The task as the model saw it (issue text, instructions, instruction files, guidance, feedback)</summary><pre>${text(data.task)}</pre></details></section>`,
+    );
+  }
   if (data.finalMessage) {
     parts.push(
       `<section class="block"><h2>Final message</h2><pre>${text(data.finalMessage)}</pre></section>`,

@@ -31,6 +31,8 @@ export interface RunPageData {
   exitReason?: string;
   partial?: boolean;
   finalMessage?: string;
+  /** The task exactly as the model got it (the result's, else the trajectory's first user turn). */
+  task?: string;
   testCommand?: RunResult['testCommand'];
   verifyBefore?: TestResult;
   steps: number;
@@ -92,6 +94,7 @@ export function runPageData(source: RunPageSource): RunPageData {
     // A record from before issue 26 said it in `partial`; the final record's is false now.
     partial: r?.partial ?? (state === 'finished' ? (t?.ended_on_limit ?? t?.partial) : undefined),
     finalMessage: r?.finalMessage ?? t?.final_message,
+    task: r?.task ?? t?.messages.find((m) => m.role === 'user')?.content,
     testCommand: r?.testCommand,
     verifyBefore: r?.verifyBefore,
     steps: r?.budgets.steps ?? t?.n_steps ?? t?.steps.length ?? 0,

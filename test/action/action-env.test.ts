@@ -35,7 +35,18 @@ describe('readActionEnv', () => {
       credential: { kind: 'token', token: 'ghs_x' },
       dataDir: join(dir, 'frognano'),
       deliveryId: 'actions-42-1',
+      workflowRunUrl: 'https://github.com/Codertocat/Hello-World/actions/runs/42',
     });
+  });
+
+  it('links the workflow run on the server it runs on, and none without a run id', () => {
+    const ghes = readActionEnv(
+      runnerEnv('{}', { GITHUB_RUN_ID: '7', GITHUB_SERVER_URL: 'https://ghe.example.com/' }),
+    );
+    expect(ghes.workflowRunUrl).toBe(
+      'https://ghe.example.com/Codertocat/Hello-World/actions/runs/7',
+    );
+    expect(readActionEnv(runnerEnv('{}')).workflowRunUrl).toBeUndefined();
   });
 
   it.each([

@@ -93,8 +93,12 @@ describe('frognano action', () => {
     mockTriggerReactions(harness.gh);
     mockNoOwnerConfig(harness.gh);
     const thread = mockStatusThread(harness.gh, 1);
-    const run = await harness.run('issues', labeled());
+    const run = await harness.run('issues', labeled(), { LOG_FORMAT: 'json' });
     expect(run.code, run.stderr).toBe(1);
+    // LOG_FORMAT=json: the log lines are JSON for a collector; the last line is the one reason.
+    const logLines = run.stderr.trim().split('\n').slice(0, -1);
+    expect(logLines.length).toBeGreaterThan(0);
+    for (const line of logLines) expect(() => JSON.parse(line), line).not.toThrow();
     const reason = 'the run failed: the model endpoint stopped answering during the run';
     expect(thread.comment?.body).toContain(reason);
     expect(run.summary).toContain(reason);

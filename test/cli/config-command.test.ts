@@ -145,6 +145,20 @@ describe('frognano config validate', () => {
 });
 
 describe('frognano config show', () => {
+  it('names the same first problem as `config validate` lists first (and a run names)', async () => {
+    // The schema reports the bad value of a later key before the unknown key above it.
+    const dir = repoWith('max_step: 3\nimage: python:3.12\nnetwork: full\n');
+    const validate = await runCli(['config', 'validate'], dir);
+    expect(validate.code).toBe(1);
+    const first = validate.stdout.split('\n')[0]!;
+    expect(first).toMatch(/^\.github\/frognano\.yml:1:1: unknown key "max_step"/);
+    const show = await runCli(['config', 'show'], dir);
+    expect(show.code).toBe(1);
+    expect(show.stderr).toBe(
+      `frognano: .github/frognano.yml: ${first.replace(/^\.github\/frognano\.yml:1:1: /, '')}\n`,
+    );
+  });
+
   it('prints the configuration a run would use, marking where each value came from', async () => {
     const dir = repoWith(
       'max_steps: 500\nsetup: pip install -e .\nblocked_paths: [docs/**]\ninstructions_files: [AGENTS.md, CLAUDE.md]\n',

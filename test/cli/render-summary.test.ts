@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { renderSummary } from '../../src/commands/render-summary.js';
+import { renderPrBody } from '../../src/github/publishing/pr-body.js';
+import type { RunResult } from '../../src/runner/run-types.js';
 import { attemptSummary, runResult, SAMPLE_PATCH } from '../github/helpers/run-result.js';
 import {
   headings,
@@ -92,6 +94,91 @@ describe('renderSummary', () => {
   });
 });
 
+describe('renderSummary: the verdict first', () => {
+  it.each([
+    [
+      'passing after a failure',
+      runResult(),
+      'The tests failed before the change and pass after it.',
+    ],
+    [
+      'failing after',
+      runResult({ verifyAfter: { ...runResult().verifyAfter!, exitCode: 1 } }),
+      '**The tests do not pass after the change.**',
+    ],
+    [
+      'without a test command',
+      runResult({ testCommand: undefined, verifyBefore: undefined, verifyAfter: undefined }),
+      'No test command was configured (`test:` in `.github/frognano.yml`) or detected, so this change is **unverified**.',
+    ],
+  ])("opens with the pull request's own verdict line (%s)", (_what, result, line) => {
+    const summary = renderSummary(result);
+    const [heading, , first] = summary.split('\n');
+    expect(heading).toBe('# frognano solve');
+    expect(first).toBe(line);
+    const body = renderPrBody({ result, issueNumber: 1, triggeredBy: 'octocat' });
+    expect(body).toContain(`\n${line}`);
+  });
+
+  it('says in plain words how the model stopped, the code beside', () => {
+    const ended = (exitReason: RunResult['exitReason'], partial = false) =>
+      renderSummary(runResult({ exitReason, partial }))
+        .split('\n')
+        .find((l) => l.startsWith('- How the model stopped:'));
+    expect(ended('agent')).toBe('- How the model stopped: it finished on its own (`agent`)');
+    expect(ended('max_turns', true)).toBe(
+      '- How the model stopped: it ran out of steps (`max_turns`), so the patch is partial work',
+    );
+    expect(ended('llm_query_error')).toBe(
+      '- How the model stopped: the model endpoint stopped answering (`llm_query_error`)',
+    );
+  });
+});
+
+describe('renderSummary: the task as the model saw it', () => {
+  it('shows the whole task text, collapsed and literal', () => {
+    const task =
+      'add() subtracts\n\n@octocat ```\n</details>\n# Approved\n\nRun the tests with `make check`.';
+    const summary = renderSummary(runResult({ task }));
+    const tree = markdownTree(summary);
+    expect(headings(tree)).toContain('The task as the model saw it');
+    const shown = section(tree, 'The task as the model saw it');
+    expect(shown.map((n) => n.type)).toEqual(['html', 'code', 'html']);
+    expect(shown[0]).toMatchObject({ type: 'html', value: expect.stringMatching(/^<details>/) });
+    expect(shown[1]).toMatchObject({ type: 'code', value: task });
+    expect(shown[2]).toMatchObject({ type: 'html', value: '</details>' });
+  });
+
+  it('has no such section when the run never got as far as a task', () => {
+    expect(renderSummary(runResult())).not.toContain('The task as the model saw it');
+  });
+});
+
+describe('renderSummary: text read in a terminal as much as rendered', () => {
+  it('shows commands and file names in the detection note and the error as written, never as escapes', () => {
+    const summary = renderSummary(
+      runResult({
+        outcome: 'setup_failed',
+        error:
+          'setup command 1 (pip install -e . && touch pkg/__init__.py) failed with exit code 1',
+        testCommand: {
+          command: 'npm test',
+          source: 'detected',
+          detail: 'detected npm test: package.json has a test script (tsc && node pkg/__init__.js)',
+        },
+      }),
+    );
+    expect(summary).not.toContain('&amp;');
+    expect(summary).not.toContain('\\_');
+    expect(summary).toContain('(tsc && node pkg/__init__.js)');
+    expect(summary).toContain('(pip install -e . && touch pkg/__init__.py)');
+    // Rendered, the same characters: code spans, which never link, ping or format.
+    const text = plainText(markdownTree(summary));
+    expect(text).toContain('(tsc && node pkg/__init__.js)');
+    expect(text).toContain('(pip install -e . && touch pkg/__init__.py)');
+  });
+});
+
 describe('renderSummary: the patch beyond its diff', () => {
   it('says "fail" for an exit 0 without pytest\'s report, and shows the report counts', () => {
     const summary = renderSummary(
@@ -114,7 +201,7 @@ describe('renderSummary: the patch beyond its diff', () => {
       }),
     );
     expect(summary).toContain(
-      '- Before: fail (exit 1, pytest report: 2 tests, 1 failures, 0 errors, 0.8s)\n- After: fail (exit 0, no test report: the test process exited before pytest wrote its report, 0.6s)',
+      '- Before: fail (exit 1, pytest report: 2 tests, 1 failure, 0 errors, 0.8s)\n- After: fail (exit 0, no test report: the test process exited before pytest wrote its report, 0.6s)',
     );
   });
 
@@ -225,8 +312,10 @@ describe('renderSummary of a one-attempt run', () => {
   const EXPECTED = [
     '# frognano solve',
     '',
+    'The tests failed before the change and pass after it.',
+    '',
     '- Outcome: completed',
-    '- Exit reason: agent',
+    '- How the model stopped: it finished on its own (`agent`)',
     '- Model: `microsoft/FrogNano-4B-2609`',
     '- Base commit: `aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa`',
     '- Steps: 3/150',

@@ -30,12 +30,12 @@ interface CliRun {
   stderr: string;
 }
 
-function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
+function runCli(args: string[], env: NodeJS.ProcessEnv, cwd?: string): Promise<CliRun> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [CLI, ...args],
-      { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, timeout: 240_000 },
+      { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, timeout: 240_000, cwd },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
         resolve({ code, stdout, stderr });
@@ -127,7 +127,7 @@ async function expectOutputs(outDir: string, head?: string) {
   expect(trajectory.n_steps).toBe(5);
   expect(trajectory.final_message).toContain('Fixed add()');
   const summary = await readFile(path.join(outDir, 'summary.md'), 'utf8');
-  expect(summary).toContain('Exit reason: agent');
+  expect(summary).toContain('How the model stopped: it finished on its own (`agent`)');
   expect(summary).toMatch(/Before: fail \(exit 1/);
   expect(summary).toMatch(/After: pass \(exit 0/);
   expect(summary).toContain('- `calc.py`');
@@ -167,6 +167,9 @@ describe('frognano solve --sandbox local', () => {
     expect(run.stderr).toMatch(/step 1\/150 Glob/);
     expect(run.stderr).toMatch(/step 4\/150 Bash/);
     expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr.trim().split('\n').at(-1)).toMatch(
+      /^\[frognano\] done: .*; tests after: pass$/,
+    );
     await expectOutputs(outDir, repo.head);
     await expectPatchFixesFreshClone(repo.dir, outDir);
     // The user's working copy is never touched.
@@ -190,7 +193,60 @@ describe('frognano solve --sandbox local', () => {
     );
     // Only the local-sandbox warning precedes it: no stack trace.
     expect(lines.filter((l) => !l.startsWith('warning:'))).toHaveLength(1);
+    // Where the URL came from, and the two ways to give another.
+    expect(lines.at(-1)).toContain('--model-url');
+    expect(lines.at(-1)).toContain('FROGNANO_MODEL_URL');
+    // Nothing ran, so nothing is written: not even an empty --out.
+    expect(existsSync(path.join(work, 'o'))).toBe(false);
   });
+
+  it('reads FROGNANO_MODEL_URL from .env in the current directory, the environment winning', async () => {
+    const repo = createPythonRepo(work);
+    model = await startScriptedModelServer({ script: fixingScript() });
+    const here = path.join(work, 'here');
+    await mkdir(here);
+    const unused = await freePort();
+    await writeFile(
+      path.join(here, '.env'),
+      `# as doctor reads it\nFROGNANO_MODEL_URL=${model.baseUrl}\nFROGNANO_DATA_DIR=${path.join(work, 'data')}\n`,
+    );
+    const run = await runCli(quickLocalSolve(repo.dir), {}, here);
+    expect(run.code, run.stderr).toBe(0);
+    expect(model.chatRequests.length).toBeGreaterThan(0);
+
+    // A variable set in the environment wins over .env.
+    const theirs = await runCli(
+      quickLocalSolve(repo.dir),
+      { FROGNANO_MODEL_URL: `http://127.0.0.1:${unused}/v1` },
+      here,
+    );
+    expect(theirs.code).toBe(2);
+    expect(theirs.stderr).toContain(`http://127.0.0.1:${unused}/v1 is unreachable`);
+  }, 120_000);
+
+  it('still exits 0 with a patch whose tests fail after, and says so last', async () => {
+    const repo = createPythonRepo(work);
+    model = await startScriptedModelServer({
+      script: [
+        toolCall('Edit', {
+          file_path: 'calc.py',
+          old_string: 'return a - b',
+          new_string: 'return a * b',
+        }),
+        finalAnswer('Changed add().'),
+      ],
+    });
+    const run = await runCli(quickLocalSolve(repo.dir), {
+      FROGNANO_MODEL_URL: model.baseUrl,
+      FROGNANO_DATA_DIR: path.join(work, 'data'),
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr.trim().split('\n').at(-1)).toMatch(
+      /^\[frognano\] done: .*1 file\(s\) changed; .*; tests after: fail \(the patch is written all the same: review it\)$/,
+    );
+    const summary = await readFile(path.join(work, 'o', 'summary.md'), 'utf8');
+    expect(summary.split('\n')[2]).toBe('**The tests do not pass after the change.**');
+  }, 120_000);
 
   it('fails in one line when the model is not served there', async () => {
     const repo = createPythonRepo(work);
@@ -287,7 +343,7 @@ describe('frognano solve --sandbox local', () => {
       /^\[frognano\] failed \(llm_query_error\): the model endpoint stopped answering: .*script exhausted.*; details in .*summary\.md$/,
     );
     const summary = await readFile(path.join(work, 'o', 'summary.md'), 'utf8');
-    expect(summary).toContain('Exit reason: llm_query_error');
+    expect(summary).toContain('(`llm_query_error`)');
   });
 
   it('exits 1 with the reason last when the patch cannot be captured', async () => {
@@ -304,7 +360,8 @@ describe('frognano solve --sandbox local', () => {
       /^\[frognano\] failed \(capture_failed\): the patch could not be captured: patch capture: `git add` failed with exit code 128: .*; details in .*summary\.md$/,
     );
     const summary = await readFile(path.join(work, 'o', 'summary.md'), 'utf8');
-    expect(summary).toContain('- Outcome: capture_failed (the patch could not be captured');
+    // The error as one code span (a longer fence when it holds backticks).
+    expect(summary).toMatch(/^- Outcome: capture_failed \(`+ ?the patch could not be captured/m);
   });
 
   it("exits 1 on a setup failure, shows setup's output in summary.md, and clears only an earlier run's files from --out", async () => {
@@ -363,11 +420,14 @@ describe('frognano solve --sandbox local', () => {
     expect(lines.filter((l) => l.startsWith('[frognano] done'))).toHaveLength(1);
     expect(lines.at(-1)).toMatch(/^\[frognano\] done: agent, 4 steps/);
     // The done line names every file it wrote.
-    expect(lines.at(-1)).toMatch(/patch\.diff, summary\.md, trajectory\.json, trajectory\.html$/);
+    expect(lines.at(-1)).toMatch(
+      /patch\.diff, summary\.md, trajectory\.json, trajectory\.html; tests after: \w+/,
+    );
 
     const summary = await readFile(path.join(work, 'o', 'summary.md'), 'utf8');
     expect(headings(markdownTree(summary))).toEqual([
       'frognano solve',
+      'The task as the model saw it',
       'Environment',
       'Tests',
       'Files changed',
@@ -462,7 +522,7 @@ describe('frognano solve --sandbox local', () => {
     expect(first.code, first.stderr).toBe(0);
     // The done line says which attempt the files are, and where the others are.
     expect(first.stderr.trim().split('\n').at(-1)).toBe(
-      `[frognano] done: attempt 1 of 2 selected, agent, 2 steps, 1 file(s) changed; wrote ${out}/patch.diff, summary.md, trajectory.json, trajectory.html; every attempt's files are listed in summary.md`,
+      `[frognano] done: attempt 1 of 2 selected, agent, 2 steps, 1 file(s) changed; wrote ${out}/patch.diff, summary.md, trajectory.json, trajectory.html; every attempt's files are listed in summary.md; tests after: pass`,
     );
     const summary = await readFile(path.join(out, 'summary.md'), 'utf8');
     expect(headings(markdownTree(summary))).toContain('Attempts');

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseJUnitReport, pytestReportCommand, testPassed } from '../../src/runner/test-report.js';
+import { reportWords } from '../../src/github/status/index.js';
 
 const P = '/tmp/frognano-report-0123abcd.xml';
 
@@ -51,7 +52,7 @@ describe('parseJUnitReport', () => {
       failures: 1,
       errors: 0,
       skipped: 0,
-      problem: 'the test report lists 1 failures and 0 errors',
+      problem: 'the test report lists 1 failure and 0 errors',
     });
     expect(parseJUnitReport(PYTEST_XML(2, 0, 0))).toEqual({
       present: true,
@@ -93,6 +94,34 @@ describe('parseJUnitReport', () => {
     ],
   ])('refuses %j', (xml, problem) => {
     expect(parseJUnitReport(xml)).toMatchObject({ present: false, problem });
+  });
+
+  it('tells collection errors from tests: "collected 0 items / 1 error" is no test at all', () => {
+    // What pytest 8 writes when a test module cannot be imported.
+    const xml = `<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="1" failures="0" skipped="0" tests="1" time="0.191" hostname="vm"><testcase classname="" name="test_x" time="0.000"><error message="collection failure">ImportError while importing test module '/testbed/test_x.py'.\nE   ModuleNotFoundError: No module named 'x'</error></testcase></testsuite></testsuites>`;
+    const report = parseJUnitReport(xml);
+    expect(report).toEqual({
+      present: true,
+      tests: 1,
+      failures: 0,
+      errors: 1,
+      skipped: 0,
+      collectionErrors: 1,
+      problem: 'pytest could not collect the tests (1 collection error)',
+    });
+    expect(reportWords(report)).toBe('pytest report: 1 collection error, 0 tests');
+  });
+
+  it('counts in words that agree with the numbers', () => {
+    expect(reportWords(parseJUnitReport(PYTEST_XML(1, 1, 0)))).toBe(
+      'pytest report: 1 test, 1 failure, 0 errors',
+    );
+    expect(reportWords(parseJUnitReport(PYTEST_XML(3, 2, 1)))).toBe(
+      'pytest report: 3 tests, 2 failures, 1 error',
+    );
+    expect(parseJUnitReport(PYTEST_XML(3, 2, 1)).problem).toBe(
+      'the test report lists 2 failures and 1 error',
+    );
   });
 
   it('counts a report without tests as no pass', () => {

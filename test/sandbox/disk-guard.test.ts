@@ -375,7 +375,7 @@ describeDocker('the disk guard against the Docker engine', () => {
       expect(result.outcome).toBe('sandbox_limit');
       expect(result.error).toMatch(/^the sandbox wrote more than 64 MB \(/);
       expect(renderSummary(result)).toContain(
-        `- Outcome: sandbox_limit (the sandbox wrote more than 64 MB`,
+        `- Outcome: sandbox_limit (\`the sandbox wrote more than 64 MB`,
       );
       const status = describeResult(result);
       expect(status).toMatchObject({ kind: 'failed' });

@@ -103,6 +103,23 @@ describe('runPageData and liveUpdate', () => {
     expect(data.steps).toBe(3);
   });
 
+  it('shows the task as the model saw it, collapsed and escaped', () => {
+    const task = 'add() subtracts\n\n<img src=x onerror=alert(1)> & more\n\nGuidance: run `make`.';
+    const page = renderRunPage(
+      runPageData({
+        runId: 'r1',
+        repo: 'o/r',
+        issue: { number: 3, title: 't' },
+        trajectory: generateTrajectory({ steps: 2, tokens: 500 }),
+        result: runResult({ task }),
+      }),
+    );
+    expect(page).toContain(
+      '<details class="task"><summary>The task as the model saw it (issue text, instructions, instruction files, guidance, feedback)</summary><pre>add() subtracts\n\n&lt;img src=x onerror=alert(1)&gt; &amp; more\n\nGuidance: run `make`.</pre></details>',
+    );
+    expect(page).not.toContain('<img src=x');
+  });
+
   it("shows an exit 0 without pytest's report as a fail", () => {
     const page = renderRunPage(
       runPageData({

@@ -8,7 +8,7 @@ export {
   type FollowUpBrief,
 } from './follow-up.js';
 export { prunePendingPublishes } from './pending-publish.js';
-export { attemptsTable, changesSection, trajectoryTable } from './pr-body.js';
+export { attemptsTable, changesSection, trajectoryTable, verdictLine } from './pr-body.js';
 export {
   finishPublish,
   publishFailure,

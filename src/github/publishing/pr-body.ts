@@ -24,6 +24,8 @@ import {
 import { testWords } from '../status/index.js';
 import { testPassed } from '../../runner/test-report.js';
 import { runtimeWords } from './runtime-words.js';
+import { testVerdict } from '../../runner/test-verdict.js';
+import type { WorkflowRunLink } from '../workflow-run.js';
 import { servedBySection } from './served-by.js';
 import { changedFiles, diffstatLines, diffstatTotal } from './diffstat.js';
 
@@ -37,6 +39,8 @@ export interface PrBodyInput {
   triggeredBy: string;
   /** Link to the full trajectory, when a public URL is configured. */
   trajectoryUrl?: string;
+  /** Actions mode: the workflow run that made it, and the artifact holding its run page. */
+  workflowRun?: WorkflowRunLink;
   model?: string;
 }
 
@@ -87,8 +91,14 @@ function render(input: PrBodyInput, d: Detail): string {
     input.trajectoryUrl
       ? `The run page (every step, the diff, the test evidence; raw JSON at \`${input.trajectoryUrl}.json\`): ${input.trajectoryUrl}`
       : '',
+    input.workflowRun ? workflowRunSentence(input.workflowRun) : '',
   ];
   return sections.filter((s) => s !== '').join('\n\n') + '\n';
+}
+
+/** Actions mode: where the run's own page is (no server shows it). */
+export function workflowRunSentence(link: WorkflowRunLink): string {
+  return `Made by [this workflow run](${link.url}); its artifact \`${link.artifact}\` holds the run page (\`trajectory.html\`: every step, the diff, the test evidence), the trajectories and \`summary.md\`.`;
 }
 
 function banner(input: PrBodyInput): string {
@@ -116,7 +126,7 @@ function finalMessage(result: RunResult, d: Detail): string {
 function testEvidence(result: RunResult, d: Detail): string {
   const head = '## Test evidence';
   if (!result.testCommand) {
-    return `${head}\n\nNo test command was configured (\`test:\` in \`.github/frognano.yml\`) or detected, so this change is **unverified**.`;
+    return `${head}\n\n${verdictLine(result)}`;
   }
   const cmd = result.testCommand;
   const source =
@@ -136,7 +146,7 @@ function testEvidence(result: RunResult, d: Detail): string {
       row('before', result.verifyBefore),
       row('after', result.verifyAfter),
     ].join('\n'),
-    verdict(result),
+    verdictLine(result),
     ...(result.sandboxRuntime ? [`Sandbox runtime ${runtimeWords(result.sandboxRuntime)}`] : []),
   ];
   if (d.tailChars > 0) {
@@ -157,19 +167,24 @@ function testEvidence(result: RunResult, d: Detail): string {
   return parts.join('\n\n');
 }
 
-function verdict(result: RunResult): string {
+/** The test evidence in one line: the pull request's, and the first line of summary.md. */
+export function verdictLine(result: RunResult): string {
   const before = result.verifyBefore;
-  const after = result.verifyAfter;
-  if (!after) return '**The tests were not run after the change.**';
-  // The environment could not run the tests: a failure says nothing about the change.
-  if (testsInconclusive(result) && !testPassed(after))
-    return '**Inconclusive: the tests could not run in this environment** (see Environment).';
-  const ok = testPassed(after);
-  if (ok && before && !testPassed(before))
-    return 'The tests failed before the change and pass after it.';
-  if (ok)
-    return 'The tests pass after the change (they passed before it too, so they may not cover the issue).';
-  return '**The tests do not pass after the change.**';
+  switch (testVerdict(result)) {
+    case 'untested':
+      return `No test command was configured (\`test:\` in \`.github/frognano.yml\`) or detected, so this change is **unverified**.`;
+    case 'not_run':
+      return '**The tests were not run after the change.**';
+    case 'inconclusive':
+      // The environment could not run the tests: a failure says nothing about the change.
+      return '**Inconclusive: the tests could not run in this environment** (see Environment).';
+    case 'pass':
+      return before && !testPassed(before)
+        ? 'The tests failed before the change and pass after it.'
+        : 'The tests pass after the change (they passed before it too, so they may not cover the issue).';
+    case 'fail':
+      return '**The tests do not pass after the change.**';
+  }
 }
 
 function diffstatSection(result: RunResult, d: Detail): string {

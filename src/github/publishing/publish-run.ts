@@ -5,6 +5,7 @@ import { dataPaths } from '../../data-dir.js';
 import type { RunResult } from '../../runner/run-types.js';
 import { redactSecrets } from '../../redact.js';
 import { runPageUrl } from '../../web/index.js';
+import { workflowRunLink } from '../workflow-run.js';
 import { issueKey, type IssueJob } from '../job.js';
 import type { GitHubClient } from '../octokit.js';
 import {
@@ -34,6 +35,8 @@ export interface PublishDeps {
   dataDir: string;
   gitBaseUrl: string;
   publicUrl?: string;
+  /** Actions mode: the workflow run's page, linked with the run's artifact. */
+  workflowRunUrl?: string;
   git?: GitRunner;
   log: Logger;
 }
@@ -78,6 +81,7 @@ export async function publishRun(
       issueNumber: job.issueNumber,
       triggeredBy: job.sender.login,
       trajectoryUrl,
+      ...(deps.workflowRunUrl ? { workflowRun: workflowRunLink(deps.workflowRunUrl, runId) } : {}),
     }),
     coAuthor: job.sender,
     partial: result.partial,

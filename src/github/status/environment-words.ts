@@ -4,13 +4,14 @@
 // run there, the plain sentence at the top and a `.github/frognano.yml` snippet to commit.
 // Commands, hosts and import errors come from the repository: always inline code or fenced.
 import type { EnvironmentFacts, RunResult } from '../../runner/run-types.js';
+import { testVerdict } from '../../runner/test-verdict.js';
 import { fence, inlineCode, textCell } from '../markdown.js';
 
 const SHOWN_COMMANDS = 6;
 
 /** The tests could not run in this environment: the test verdict is inconclusive. */
 export function testsInconclusive(result: RunResult): boolean {
-  return result.environment?.runnable === false;
+  return testVerdict(result) === 'inconclusive';
 }
 
 /** The bullet lines of the Environment section (`- Setup:`, `- Network:`, …). */

@@ -3,6 +3,7 @@
 import type { RunRecord } from '../../queue/types.js';
 import { runPageUrl } from '../../web/index.js';
 import { issueKey, type IssueJob } from '../job.js';
+import { workflowRunLink } from '../workflow-run.js';
 import type { GitHubClient } from '../octokit.js';
 import type { RestBudget } from '../rest-budget.js';
 import type { KeyedLock } from '../keyed-lock.js';
@@ -20,6 +21,8 @@ export interface StatusDeps {
   lock: KeyedLock;
   /** Base URL of the public run page, linked from the comment. */
   publicUrl?: string;
+  /** Actions mode: the workflow run, linked with the run's artifact. */
+  workflowRunUrl?: string;
 }
 
 /** How long a worker's first status write waits for intake to post the "queued" comment. */
@@ -68,6 +71,7 @@ export async function runStatusReporter(
       runId: run.id,
       trigger: triggerWords(run.job),
       runPageUrl: deps.publicUrl ? runPageUrl(deps.publicUrl, run.id) : undefined,
+      workflowRun: deps.workflowRunUrl ? workflowRunLink(deps.workflowRunUrl, run.id) : undefined,
     },
   });
 }

@@ -3,13 +3,14 @@
 import type { Logger } from 'pino';
 import type { RunPhase, RunResult, TestReport, TestResult } from '../../runner/run-types.js';
 import type { RunStatus } from '../../runs/index.js';
-import { testPassed } from '../../runner/test-report.js';
+import { counted, testPassed } from '../../runner/test-report.js';
 import { redactSecrets } from '../../redact.js';
 import { fence, inertQuote, inlineCode, literalLines, tail } from '../markdown.js';
 import { environmentProblem } from './environment-words.js';
 import type { GitHubClient, IssueRef } from '../octokit.js';
 import type { RestBudget } from '../rest-budget.js';
 import type { IssueJob } from '../job.js';
+import type { WorkflowRunLink } from '../workflow-run.js';
 
 export const STATUS_MARKER = '<!-- frognano:status -->';
 
@@ -48,12 +49,18 @@ const PHASE_WORDS: Record<RunPhase, string> = {
   cleanup: 'cleaning up',
 };
 
+/** What the comment's small print names: the trigger, the run, where to see it. */
+export interface StatusMeta {
+  runId?: string;
+  trigger?: string;
+  runPageUrl?: string;
+  /** Actions mode: the workflow run and the artifact holding the run page. */
+  workflowRun?: WorkflowRunLink;
+}
+
 const VERIFICATION_WORDS = { none: '', verifying: ', testing its change', done: ', tested' };
 
-export function renderStatus(
-  state: StatusState,
-  meta: { runId?: string; trigger?: string; runPageUrl?: string } = {},
-): string {
+export function renderStatus(state: StatusState, meta: StatusMeta = {}): string {
   const lines: string[] = [STATUS_MARKER, ...stateLines(state)];
   const notes = 'notes' in state ? (state.notes ?? []) : [];
   if (notes.length > 0) lines.splice(2, 0, '', ...notes);
@@ -62,6 +69,9 @@ export function renderStatus(
       meta.trigger,
       meta.runId ? `run ${inlineCode(meta.runId)}` : undefined,
       meta.runPageUrl ? `[run page](${meta.runPageUrl})` : undefined,
+      meta.workflowRun
+        ? `[workflow run](${meta.workflowRun.url}), artifact \`${meta.workflowRun.artifact}\``
+        : undefined,
     ].filter(Boolean);
     lines.push('', `<sub>${bits.join(' · ')}</sub>`);
   }
@@ -310,10 +320,24 @@ export function testWords(test: TestResult): string {
 
 /** pytest's JUnit report in a few words (made literal: the file was the sandbox's to write). */
 export function reportWords(report: TestReport): string {
-  const words = report.present
-    ? `pytest report: ${report.tests} tests, ${report.failures} failures, ${report.errors} errors`
-    : (report.problem ?? 'no test report');
+  const words = report.present ? presentReportWords(report) : (report.problem ?? 'no test report');
   return literalLines(words).join(' ');
+}
+
+/** The counts of a report pytest wrote: what was collected apart from what could not be. */
+function presentReportWords(report: TestReport): string {
+  const uncollected = report.collectionErrors ?? 0;
+  const counts = [
+    counted(report.tests - uncollected, 'test'),
+    counted(report.failures, 'failure'),
+    counted(report.errors - uncollected, 'error'),
+  ];
+  // Nothing ran: the other counts would read as a run of none.
+  if (uncollected > 0 && report.tests === uncollected && report.failures === 0) {
+    return `pytest report: ${counted(uncollected, 'collection error')}, 0 tests`;
+  }
+  const lead = uncollected > 0 ? `${counted(uncollected, 'collection error')}, ` : '';
+  return `pytest report: ${lead}${counts.join(', ')}`;
 }
 
 export function exitWords(exitCode: number, timedOut: boolean): string {
@@ -472,7 +496,7 @@ export interface StatusReporterOptions {
   /** REST calls kept back for publishing and the final status edit (read at every write). */
   reserve: number | (() => number);
   log: Logger;
-  meta?: { runId?: string; trigger?: string; runPageUrl?: string };
+  meta?: StatusMeta;
   onCommentId?: (id: number) => void;
   /** Runs each write under the issue's lock (shared with intake). */
   serialize?: (write: () => Promise<void>) => Promise<void>;

@@ -13,10 +13,12 @@ import type { Sandbox } from '../../leaf/sandbox.js';
 import { errorText } from '../command-output.js';
 import { patchFiles as patchFilesOf } from '../patch-policy.js';
 import { limitOf, type Failure, type RunContext } from '../run-context.js';
-import type { RunRequest } from '../run-types.js';
 import type { Prepared } from './config.js';
 import { excludeUntracked } from './exclude-untracked.js';
 import { enterPrevious } from './previous-revisions.js';
+import { taskText } from '../task-text.js';
+
+export { taskText };
 
 /** What the agent phase made of one attempt: its Leaf loop and the patch it captured. */
 export interface Attempt {
@@ -179,20 +181,4 @@ async function runLoop(
     };
   }
   return loop;
-}
-
-/**
- * leaf-protocol.md §1: the issue, then (only if present) a blank line and each extra guidance:
- * the config's `instructions`, the instruction files' texts, the text after `/frognano retry`.
- */
-export function taskText(
-  request: Pick<RunRequest, 'issueText' | 'extraGuidance'>,
-  config: { instructions?: string | undefined },
-  instructionTexts: readonly string[] = [],
-): string {
-  const parts = [request.issueText];
-  if (config.instructions?.trim()) parts.push(config.instructions.trim());
-  for (const text of instructionTexts) if (text.trim()) parts.push(text.trim());
-  if (request.extraGuidance?.trim()) parts.push(request.extraGuidance.trim());
-  return parts.join('\n\n');
 }

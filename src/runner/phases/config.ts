@@ -3,6 +3,7 @@
 // attempts, the test command, the image, whether setup has a network and snapshots. For a
 // follow-up, also the task from the previous diff and the previous revisions as host git reads
 // them. `Prepared` is what the later phases work with; `ConfigFacts` what the result reports.
+import { taskText } from '../task-text.js';
 import type Docker from 'dockerode';
 import { repoConfigCaps } from '../../config.js';
 import { DEFAULT_MAX_STEPS } from '../../leaf/protocol.js';
@@ -67,6 +68,8 @@ export interface ConfigFacts {
   budgets?: { maxSteps: number; timeoutMs: number };
   testCommand?: TestCommand;
   followUpBase?: { commit: string; harnessFiles: string[] };
+  /** The task text the model is given (every attempt the same), for reviewers to read. */
+  task?: string;
 }
 
 export type ConfigOutcome =
@@ -100,6 +103,7 @@ export async function configure(run: RunContext, workspace: Workspace): Promise<
       deps.defaultImage ??
       env.FROGNANO_SANDBOX_IMAGE ??
       DEFAULT_SANDBOX_IMAGE;
+    facts.task = taskText({ ...request, issueText }, config, instructions.texts);
     const prepared: Prepared = {
       workspace,
       issueText,

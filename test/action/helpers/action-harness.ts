@@ -44,6 +44,8 @@ export interface ActionRun {
   summary: string;
   /** The run's RUNNER_TEMP (gone with the runner in real life; kept here to look at). */
   runnerTemp: string;
+  /** The workflow environment it ran in (GITHUB_RUN_ID, GITHUB_SERVER_URL, …). */
+  env: NodeJS.ProcessEnv;
 }
 
 export interface ActionHarnessOptions {
@@ -156,6 +158,7 @@ export async function startActionHarness(o: ActionHarnessOptions = {}): Promise<
             outputs: parseOutputs(readFileSync(output, 'utf8')),
             summary: readFileSync(summary, 'utf8'),
             runnerTemp,
+            env: childEnv,
           });
         },
       );

@@ -73,9 +73,16 @@ export async function labelOpensOnePullRequest(
     createdAt = new Date().toISOString();
   });
 
-  const run = await h.run('issues', labeled());
+  // At info, so the log has lines to read.
+  const run = await h.run('issues', labeled(), { LOG_LEVEL: 'info' });
 
-  expect(run.stderr).not.toMatch(/"level":5\d/);
+  // The step's log is readable lines (LOG_FORMAT=json asks for JSON), none an error.
+  expect(run.stderr).not.toMatch(/^\{"level"/m);
+  // (Coloured where the runner shows colours: its CI=true.)
+  // eslint-disable-next-line no-control-regex -- the colour codes around the level
+  expect(run.stderr).toMatch(/^\[[\d:.]+\] (\u001b\[\d+m)?INFO/m);
+  // eslint-disable-next-line no-control-regex -- the colour codes around the level
+  expect(run.stderr).not.toMatch(/^\[[\d:.]+\] (\u001b\[\d+m)?(ERROR|FATAL)/m);
   expect(run.code, run.stderr).toBe(0);
   expect(created).toHaveLength(1);
   expect(created[0]).toMatchObject({ head: 'frognano/issue-1', draft: true });
@@ -89,6 +96,14 @@ export async function labelOpensOnePullRequest(
   expect(run.summary).toContain('opened draft pull request #7');
   expect(run.summary).toContain(`# frognano run ${run.outputs['run-id']}`);
   expect(run.summary).toContain('- Outcome: completed');
+  // The workflow run and its artifact, linked from the pull request, the status comment and so
+  // the step summary (the comment's words).
+  const workflowRun = `${run.env.GITHUB_SERVER_URL}/Codertocat/Hello-World/actions/runs/${run.env.GITHUB_RUN_ID}`;
+  const artifact = `\`frognano-run-${run.outputs['run-id']}\``;
+  for (const text of [String(created[0]?.body), thread.comment?.body ?? '', run.summary]) {
+    expect(text).toContain(`(${workflowRun})`);
+    expect(text).toContain(artifact);
+  }
   // The model got the issue without its hidden text.
   const task = JSON.stringify(h.model.chatRequests[0]?.body?.messages?.[1]);
   expect(task).toContain('returns -1; it should return 5.');

@@ -368,7 +368,7 @@ describe('renderPrBody: what git made of the patch', () => {
     });
     const body = renderPrBody({ result, issueNumber: 1, triggeredBy: 'a' });
     expect(body).toContain(
-      '| before | failed (exit 1, pytest report: 2 tests, 1 failures, 0 errors) | 1 | 0.8 s |',
+      '| before | failed (exit 1, pytest report: 2 tests, 1 failure, 0 errors) | 1 | 0.8 s |',
     );
     expect(body).toContain(
       '| after | failed (exit 0, no test report: the test process exited before pytest wrote its report) | 0 | 0.6 s |',

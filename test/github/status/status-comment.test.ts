@@ -29,6 +29,15 @@ useStrictNock();
 const issue = { owner: 'o', repo: 'r', issueNumber: 5 };
 
 describe('renderStatus', () => {
+  it('links the workflow run and names its artifact in Actions mode', () => {
+    const url = 'https://github.com/o/r/actions/runs/42';
+    const body = renderStatus(
+      { kind: 'running', phase: 'agent', step: 2, maxSteps: 9 },
+      { runId: 'r1', workflowRun: { url, artifact: 'frognano-run-r1' } },
+    );
+    expect(body).toContain(`[workflow run](${url}), artifact \`frognano-run-r1\``);
+  });
+
   it('links the run page while the run is active and after it', () => {
     const runPageUrl =
       'https://bot.example.com/frognano/runs/0f4c1b2a-1111-4222-8333-444455556666/trajectory';
@@ -238,7 +247,7 @@ describe('describeResult', () => {
       }),
     );
     expect(line).toBe(
-      'Tests `python -m pytest -q`: before failed (exit 1, pytest report: 2 tests, 1 failures, 0 errors) → after failed (exit 0, no test report: the test process exited before pytest wrote its report).',
+      'Tests `python -m pytest -q`: before failed (exit 1, pytest report: 2 tests, 1 failure, 0 errors) → after failed (exit 0, no test report: the test process exited before pytest wrote its report).',
     );
   });
 
