@@ -19,7 +19,6 @@ import {
   environmentProblem,
   environmentSection,
   instructionFilesSection,
-  testsInconclusive,
 } from '../status/index.js';
 import { testWords } from '../status/index.js';
 import { testPassed } from '../../runner/test-report.js';
