@@ -129,6 +129,7 @@ function addSetup(
   if (setup?.snapshotHit !== undefined) result.snapshotHit = setup.snapshotHit;
   if (setup?.setupNetwork !== undefined) result.setupNetwork = setup.setupNetwork;
   if (setup?.setupTail !== undefined) result.setupTail = setup.setupTail;
+  if (setup?.egress !== undefined) result.egress = setup.egress;
   if (before?.verifyBefore) result.verifyBefore = before.verifyBefore;
   // A test command that could not run: its output reads as setup's.
   if (before?.setupTail !== undefined) result.setupTail = before.setupTail;

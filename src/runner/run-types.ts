@@ -2,6 +2,7 @@
 // publishes their results (the CLI's `solve`, the GitHub App). runner/ knows no GitHub.
 import type { StopReason } from '../leaf/protocol.js';
 import type { ModelEndpointRecord } from '../leaf/trajectory.js';
+import type { EgressFacts } from '../sandbox/egress-facts.js';
 
 export type SandboxKind = 'docker' | 'local';
 
@@ -181,8 +182,10 @@ export interface RunResult {
   verifyBefore?: TestResult;
   verifyAfter?: TestResult;
   setupTail?: string;
-  /** Whether setup ran with a network (set when setup ran): `network: setup`, or the local sandbox. */
+  /** Whether setup ran with a network (set when setup ran): `network` not none, or the local sandbox. */
   setupNetwork?: boolean;
+  /** Setup's network in a Docker run: mode, allowed hosts, refused connections (when setup ran). */
+  egress?: EgressFacts;
   violations: PolicyViolation[];
   steps: StepSummary[];
   budgets: {

@@ -26,6 +26,7 @@ import { combined, errorText, tail } from '../command-output.js';
 import type { RunContext } from '../run-context.js';
 import type { RunRequest } from '../run-types.js';
 import type { Prepared } from './config.js';
+import { openSetupEgress, type SetupEgress } from './setup-egress.js';
 
 /** The setup snapshot this run's sandbox matched (`hitImage`), or would save under `key`. */
 export interface Snapshot {
@@ -37,6 +38,8 @@ export interface Snapshot {
 export interface Started {
   sandbox?: Sandbox;
   snapshot?: Snapshot;
+  /** Setup's network and environment, for a cold start with setup (the caller closes it). */
+  egress?: SetupEgress;
 }
 
 /** Starts the sandbox (from a snapshot when one matches) and copies today's tree in. */
@@ -58,7 +61,7 @@ export async function startSandbox(
   }
   const baseImageId = await baseImage(docker, prepared.image);
   if (prepared.snapshotsOn) started.snapshot = await lookUpSnapshot(run, prepared, baseImageId);
-  const created = await startDocker(run, prepared, docker, started.snapshot);
+  const created = await startDocker(run, prepared, docker, started);
   started.sandbox = track(run, created);
   if (started.snapshot?.hitImage !== undefined) await refreshTree(run, created);
   await created.copyIn(workspace.treeDir);
@@ -97,25 +100,32 @@ async function lookUpSnapshot(
   return { key, hitImage: await findSnapshot(docker!, key).catch(() => undefined) };
 }
 
-/** The Docker sandbox, from the snapshot when it hit; a snapshot gone meanwhile starts cold. */
+/**
+ * The Docker sandbox, from the snapshot when it hit; a snapshot gone meanwhile starts cold.
+ * A cold start with setup starts on setup's network (setup-egress.ts).
+ */
 async function startDocker(
   run: RunContext,
   prepared: Prepared,
   docker: Docker,
-  snapshot: Snapshot | undefined,
+  started: Started,
 ): Promise<DockerSandbox> {
   const { request, deps, env, log } = run;
-  const start = (fromSnapshot: boolean) =>
-    createDockerSandbox({
+  const snapshot = started.snapshot;
+  const start = async (fromSnapshot: boolean) => {
+    if (!fromSnapshot && prepared.config.setup.length > 0)
+      started.egress ??= await openSetupEgress(run, prepared, docker);
+    return createDockerSandbox({
       docker,
       image: fromSnapshot ? snapshotTag(snapshot!.key) : prepared.image,
       runId: request.runId,
       repo: snapshotRepo(request),
-      network: prepared.setupNetwork && !fromSnapshot ? 'bridge' : 'none',
+      network: fromSnapshot ? 'none' : (started.egress?.dockerNetwork ?? 'none'),
       limits: deps.sandboxLimits ?? limitsFromEnv(env, log),
       owner: sandboxOwner(run.dataDir),
       logger: log,
     });
+  };
   const hit = snapshot?.hitImage !== undefined;
   try {
     return await start(hit);

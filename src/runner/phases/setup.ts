@@ -30,8 +30,10 @@ import {
   type RunContext,
 } from '../run-context.js';
 import type { RunPhase } from '../run-types.js';
+import type { EgressFacts } from '../../sandbox/egress-facts.js';
 import type { Prepared } from './config.js';
 import { snapshotRepo, startSandbox, type Started } from './sandbox.js';
+import { diagnoseSetupFailure, type SetupEgress } from './setup-egress.js';
 
 export const DEFAULT_SETUP_TIMEOUT_MS = 20 * 60_000;
 
@@ -43,6 +45,8 @@ export interface SetupFacts {
   setupNetwork?: boolean;
   /** The end of setup's output, as far as it ran. */
   setupTail?: string;
+  /** Setup's network: the mode, the hosts allowed, what was refused (set when setup ran). */
+  egress?: EgressFacts;
 }
 
 export type SetupOutcome =
@@ -75,6 +79,23 @@ async function bringUp(
 ): Promise<Sandbox | Failure> {
   const started: Started = {};
   try {
+    return await bringUpOn(run, prepared, step, facts, started);
+  } finally {
+    // After the cut (or a failure): the proxy stops and setup's network goes.
+    await started.egress?.close().catch((error: unknown) => {
+      run.log.warn({ err: errorText(error) }, 'setup network cleanup failed');
+    });
+  }
+}
+
+async function bringUpOn(
+  run: RunContext,
+  prepared: Prepared,
+  step: Step,
+  facts: SetupFacts,
+  started: Started,
+): Promise<Sandbox | Failure> {
+  try {
     await step('sandbox', () =>
       hostTreeTurn(prepared.workspace, () => startSandbox(run, prepared, started)),
     );
@@ -90,7 +111,9 @@ async function bringUp(
   const { config, docker, setupNetwork } = prepared;
   if (config.setup.length > 0 && !hit) {
     facts.setupNetwork = setupNetwork || sandbox.kind === 'local';
-    const failure = await step('setup', () => runSetup(run, config.setup, sandbox, facts));
+    const failure = await step('setup', () =>
+      runSetup(run, config.setup, sandbox, facts, started.egress),
+    );
     if (failure) return { outcome: 'setup_failed', error: failure };
     if (started.snapshot && docker)
       await saveSnapshot(docker, sandbox as DockerSandbox, started.snapshot.key, run);
@@ -116,25 +139,40 @@ async function runSetup(
   setup: readonly string[],
   sandbox: Sandbox,
   facts: SetupFacts,
+  egress: SetupEgress | undefined,
 ): Promise<string | undefined> {
   const deadline = Date.now() + (run.deps.setupTimeoutMs ?? DEFAULT_SETUP_TIMEOUT_MS);
   const tails: string[] = [];
+  if (egress) facts.egress = egress.facts();
+  try {
+    await egress?.prepare(sandbox, run.signal);
+  } catch (error) {
+    return errorText(error);
+  }
   for (const [index, command] of setup.entries()) {
     const left = deadline - Date.now();
+    const blockedBefore = egress?.facts().blocked ?? [];
     const done =
       left > 0
         ? await sandbox.exec(combinedOutput(command), {
             timeoutMs: left,
             signal: run.signal,
             maxOutputBytes: COMMAND_OUTPUT_BYTES,
+            ...(egress ? { env: egress.env } : {}),
           })
         : undefined;
     if (done) tails.push(combined(done));
     facts.setupTail = tail(tails.join('\n'), OUTPUT_TAIL_CHARS);
+    if (egress) facts.egress = egress.facts();
+    const why = () => {
+      if (!egress || !done) return '';
+      const reason = diagnoseSetupFailure(combined(done), blockedBefore, egress.facts().blocked);
+      return reason ? `: ${reason}` : '';
+    };
     if (!done || done.timedOut)
-      return `setup command ${index + 1} (${shortCommand(command)}) did not finish within the setup time limit`;
+      return `setup command ${index + 1} (${shortCommand(command)}) did not finish within the setup time limit${why()}`;
     if (done.exitCode !== 0)
-      return `setup command ${index + 1} (${shortCommand(command)}) failed with exit code ${done.exitCode}${limitNote(done)}`;
+      return `setup command ${index + 1} (${shortCommand(command)}) failed with exit code ${done.exitCode}${limitNote(done)}${why()}`;
   }
   return undefined;
 }
