@@ -95,6 +95,8 @@ class ProxyState {
   constructor(private readonly options: EgressProxyOptions) {}
 
   track(socket: Socket): void {
+    // A kept-alive upstream socket serves many requests: one listener for all of them.
+    if (this.sockets.has(socket)) return;
     this.sockets.add(socket);
     socket.once('close', () => this.sockets.delete(socket));
   }

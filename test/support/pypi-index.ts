@@ -6,19 +6,24 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 
-/** Builds `<name>-<version>-py3-none-any.whl` (a module `<name>` with `VALUE = "<version>"`). */
-export function buildWheel(dir: string, name: string, version: string): string {
+/**
+ * Builds `<name>-<version>-py3-none-any.whl` (a module `<name>` with `VALUE = "<version>"`, and
+ * `extraBytes` of incompressible data beside it, for downloads of some size).
+ */
+export function buildWheel(dir: string, name: string, version: string, extraBytes = 0): string {
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, `${name}-${version}-py3-none-any.whl`);
   const script = `
-import base64, hashlib, sys, zipfile
-name, version, out = sys.argv[1:4]
+import base64, hashlib, os, sys, zipfile
+name, version, out, extra = sys.argv[1:5]
 info = f"{name}-{version}.dist-info"
 files = {
     f"{name}/__init__.py": f'VALUE = "{version}"\\n',
     f"{info}/METADATA": f"Metadata-Version: 2.1\\nName: {name}\\nVersion: {version}\\n",
     f"{info}/WHEEL": "Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
 }
+if int(extra) > 0:
+    files[f"{name}/blob.txt"] = base64.b64encode(os.urandom(int(extra) * 3 // 4)).decode()
 record = []
 with zipfile.ZipFile(out, "w") as z:
     for path, text in files.items():
@@ -29,7 +34,7 @@ with zipfile.ZipFile(out, "w") as z:
     record.append(f"{info}/RECORD,,")
     z.writestr(f"{info}/RECORD", "\\n".join(record) + "\\n")
 `;
-  execFileSync('python3', ['-c', script, name, version, file]);
+  execFileSync('python3', ['-c', script, name, version, file, String(extraBytes)]);
   return file;
 }
 
@@ -42,8 +47,8 @@ export interface SimpleIndex {
   close(): Promise<void>;
 }
 
-/** Serves every wheel in `dir` under /simple/<project>/ and /files/<wheel>. */
-export async function startSimpleIndex(dir: string): Promise<SimpleIndex> {
+/** Serves every wheel in `dir` under /simple/<project>/ and /files/<wheel>, on `host`. */
+export async function startSimpleIndex(dir: string, host = '127.0.0.1'): Promise<SimpleIndex> {
   const requests: string[] = [];
   const server: Server = createServer((req, res) => {
     const url = req.url ?? '/';
@@ -65,7 +70,7 @@ export async function startSimpleIndex(dir: string): Promise<SimpleIndex> {
     }
     res.writeHead(404).end();
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}/simple`,
