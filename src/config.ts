@@ -7,6 +7,8 @@ import {
   modelUrlListProblem,
   splitModelUrls,
 } from './model-fleet/endpoint-url.js';
+import { AllowEntryError, parseAllowEntry, splitAllowList } from './sandbox/egress-allow.js';
+import type { SetupNetworkMode } from './sandbox/egress-facts.js';
 
 const number = (what: string, check: (n: number) => boolean) =>
   z
@@ -60,6 +62,52 @@ const RepoConfigCapsEnv = z.object({
   ).optional(),
 });
 
+const SETUP_NETWORK_MODES = ['none', 'registries', 'open'] as const;
+
+const mirrorUrl = z
+  .string()
+  .trim()
+  .refine((raw) => URL.canParse(raw) && /^https?:$/.test(new URL(raw).protocol), {
+    message: 'must be an http:// or https:// URL',
+  });
+
+/** Setup's network and what setup gets from the operator (issue 25; README, "Setup's network"). */
+const SetupNetworkEnv = z.object({
+  FROGNANO_SETUP_NETWORK_CAP: z
+    .enum(SETUP_NETWORK_MODES, { message: 'must be none, registries or open' })
+    .optional(),
+  /** A PyPI mirror (PEP 503 simple index): setup's PIP_INDEX_URL, and allowed through the proxy. */
+  FROGNANO_PIP_INDEX_URL: mirrorUrl.optional(),
+  /** An npm registry mirror: setup's npm_config_registry, and allowed through the proxy. */
+  FROGNANO_NPM_REGISTRY: mirrorUrl.optional(),
+  FROGNANO_SETUP_ALLOW_HOSTS: z
+    .string()
+    .superRefine((raw, ctx) => {
+      for (const entry of splitAllowList(raw)) {
+        try {
+          parseAllowEntry(entry);
+        } catch (error) {
+          if (!(error instanceof AllowEntryError)) throw error;
+          ctx.addIssue({ code: 'custom', message: `has an entry ${error.message}` });
+          return;
+        }
+      }
+    })
+    .transform(splitAllowList)
+    .optional(),
+  /** A PEM bundle setup's tools trust (a TLS-inspecting company proxy). */
+  FROGNANO_SETUP_CA_FILE: z.string().trim().min(1).optional(),
+  /** Names of variables passed to setup commands only. */
+  FROGNANO_SETUP_SECRETS: z
+    .string()
+    .refine((raw) => raw.split(',').every((n) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(n.trim())), {
+      message: 'must be variable names separated by commas, like NPM_TOKEN,PIP_EXTRA_INDEX_URL',
+    })
+    .transform((raw) => raw.split(',').map((n) => n.trim()))
+    .optional(),
+});
+export type SetupNetworkEnv = z.output<typeof SetupNetworkEnv>;
+
 /** pino's levels; src/log.ts refuses any other with the same line. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -104,6 +152,7 @@ export const ProcessConfig = z.object({
   FROGNANO_DISK_FLOOR: byteSize.prefault('2g'),
   FROGNANO_DATA_DIR: z.string().trim().min(1).prefault('./data'),
   ...RepoConfigCapsEnv.shape,
+  ...SetupNetworkEnv.shape,
   /** `frognano worker`'s own `/metrics` server; 0 turns it off (serve and all use the App's port). */
   FROGNANO_METRICS_PORT: number(
     'a TCP port (1-65535), or 0 for no metrics server',
@@ -156,15 +205,29 @@ export function parseEnv<S extends z.ZodObject>(
   };
 }
 
+/** Setup's network settings from the environment (ConfigError when bad). */
+export function setupNetworkEnv(env: NodeJS.ProcessEnv = process.env): SetupNetworkEnv {
+  const parsed = parseEnv(SetupNetworkEnv, env);
+  if ('problems' in parsed) throw new ConfigError(parsed.problems);
+  return parsed.data;
+}
+
 /** The operator's caps for repository configs, from the environment (ConfigError when bad). */
 export function repoConfigCaps(env: NodeJS.ProcessEnv = process.env): {
   maxSteps?: number;
   timeoutMinutes?: number;
   attempts?: number;
+  network?: SetupNetworkMode;
 } {
   const parsed = parseEnv(RepoConfigCapsEnv, env);
   if ('problems' in parsed) throw new ConfigError(parsed.problems);
+  // Unset: no cap (`open`, the most there is).
+  const network = parseEnv(SetupNetworkEnv, env);
+  if ('problems' in network) throw new ConfigError(network.problems);
   return {
+    ...(network.data.FROGNANO_SETUP_NETWORK_CAP !== undefined && {
+      network: network.data.FROGNANO_SETUP_NETWORK_CAP,
+    }),
     ...(parsed.data.FROGNANO_MAX_STEPS_CAP !== undefined && {
       maxSteps: parsed.data.FROGNANO_MAX_STEPS_CAP,
     }),

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadProcessConfig, parseByteSize, repoConfigCaps } from '../src/config.js';
+import {
+  ConfigError,
+  loadProcessConfig,
+  parseByteSize,
+  repoConfigCaps,
+  setupNetworkEnv,
+} from '../src/config.js';
 
 describe('loadProcessConfig', () => {
   it('gives FrogNano defaults for an empty environment', () => {
@@ -78,12 +84,56 @@ describe('operator caps on what a repository config may ask', () => {
     );
   });
 
+  it('reads FROGNANO_SETUP_NETWORK_CAP (none, registries or open; unset: no cap)', () => {
+    expect(repoConfigCaps({ FROGNANO_SETUP_NETWORK_CAP: 'registries' })).toEqual({
+      network: 'registries',
+    });
+    expect(() => repoConfigCaps({ FROGNANO_SETUP_NETWORK_CAP: 'setup' })).toThrow(
+      'FROGNANO_SETUP_NETWORK_CAP must be none, registries or open (got "setup")',
+    );
+  });
+
   it('names a bad cap', () => {
     expect(() => loadProcessConfig({ FROGNANO_MAX_STEPS_CAP: '0' })).toThrow(
       'FROGNANO_MAX_STEPS_CAP must be a positive integer (got "0")',
     );
     expect(() => repoConfigCaps({ FROGNANO_MAX_TIMEOUT_MINUTES_CAP: 'soon' })).toThrow(
       'FROGNANO_MAX_TIMEOUT_MINUTES_CAP must be a positive number of minutes (got "soon")',
+    );
+  });
+});
+
+describe("setup's network settings", () => {
+  it('reads the mirrors, the allow list, the CA file and the secrets', () => {
+    expect(
+      setupNetworkEnv({
+        FROGNANO_PIP_INDEX_URL: 'http://127.0.0.1:8123/simple',
+        FROGNANO_NPM_REGISTRY: 'https://npm.corp.example/',
+        FROGNANO_SETUP_ALLOW_HOSTS: 'files.corp.example, *.corp.example,10.0.0.5:8080',
+        FROGNANO_SETUP_CA_FILE: '/etc/corp-ca.pem',
+        FROGNANO_SETUP_SECRETS: 'NPM_TOKEN, PIP_EXTRA_INDEX_URL',
+      }),
+    ).toEqual({
+      FROGNANO_PIP_INDEX_URL: 'http://127.0.0.1:8123/simple',
+      FROGNANO_NPM_REGISTRY: 'https://npm.corp.example/',
+      FROGNANO_SETUP_ALLOW_HOSTS: ['files.corp.example', '*.corp.example', '10.0.0.5:8080'],
+      FROGNANO_SETUP_CA_FILE: '/etc/corp-ca.pem',
+      FROGNANO_SETUP_SECRETS: ['NPM_TOKEN', 'PIP_EXTRA_INDEX_URL'],
+    });
+  });
+
+  it('names each bad one with what to write instead', () => {
+    expect(() => setupNetworkEnv({ FROGNANO_PIP_INDEX_URL: 'pypi.corp/simple' })).toThrow(
+      'FROGNANO_PIP_INDEX_URL must be an http:// or https:// URL (got "pypi.corp/simple")',
+    );
+    expect(() => setupNetworkEnv({ FROGNANO_SETUP_ALLOW_HOSTS: 'a.org,https://b.org' })).toThrow(
+      'FROGNANO_SETUP_ALLOW_HOSTS has an entry "https://b.org" is a URL or path, not a host; use host, host:port or *.suffix',
+    );
+    expect(() => setupNetworkEnv({ FROGNANO_SETUP_SECRETS: 'NPM-TOKEN' })).toThrow(
+      'FROGNANO_SETUP_SECRETS must be variable names separated by commas',
+    );
+    expect(() => loadProcessConfig({ FROGNANO_SETUP_NETWORK_CAP: 'all' })).toThrow(
+      'FROGNANO_SETUP_NETWORK_CAP must be none, registries or open (got "all")',
     );
   });
 });

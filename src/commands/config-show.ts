@@ -80,7 +80,14 @@ async function configRows(
       fromFile('image') ?? (imageEnv ? 'FROGNANO_SANDBOX_IMAGE' : 'default'),
     ],
     ['setup', config.setup, fromFile('setup') ?? 'default'],
-    ['network', config.network, fromFile('network') ?? 'default'],
+    [
+      'network',
+      config.network,
+      asked.network !== config.network
+        ? `FROGNANO_SETUP_NETWORK_CAP (${fromFile('network') ? 'the file asks' : 'the default is'} ${asked.network})`
+        : (fromFile('network') ?? 'default'),
+    ],
+    ['network_allow', config.network_allow ?? [], fromFile('network_allow') ?? 'default (none)'],
     [
       'test',
       config.test ?? detected?.command ?? null,

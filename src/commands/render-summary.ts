@@ -148,7 +148,7 @@ function setupLines(result: RunResult): string[] {
   if (result.outcome === 'setup_failed') lines.push('The setup commands failed.', '');
   if (result.setupNetwork === false) {
     lines.push(
-      'Setup ran without a network (`network: none`, the default). If it needs to download dependencies, add `network: setup` to `.github/frognano.yml`: setup then gets a network, which is cut before the tests and the agent run.',
+      "Setup ran without a network (`network: none`, or the operator's cap). If it needs to download dependencies, set `network: registries` in `.github/frognano.yml` (the package registries, through the bot's egress proxy) or `network: open`: setup then gets a network, which is cut before the tests and the agent run.",
       '',
     );
   }

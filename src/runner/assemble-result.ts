@@ -135,6 +135,7 @@ function addSetup(
   if (setup?.runtime) result.sandboxRuntime = setup.runtime;
   if (setup?.setupTail !== undefined) result.setupTail = setup.setupTail;
   if (setup?.environment) result.environment = setup.environment;
+  if (setup?.egress !== undefined) result.egress = setup.egress;
   if (before?.verifyBefore) result.verifyBefore = before.verifyBefore;
   // A test command that could not run: its output reads as setup's.
   if (before?.setupTail !== undefined) result.setupTail = before.setupTail;

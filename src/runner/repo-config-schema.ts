@@ -1,6 +1,8 @@
 // The schema of `.github/frognano.yml` (zod): what the run validates every file with, and what
 // schema/frognano.schema.json is generated from (`npm run schema`) for editors.
 import { z } from 'zod';
+import { AllowEntryError, parseAllowEntry } from '../sandbox/egress-allow.js';
+import type { SetupNetworkMode } from '../sandbox/egress-facts.js';
 
 /**
  * Always blocked. A repository's `blocked_paths` EXTENDS this list rather than
@@ -87,9 +89,33 @@ export const RepoConfig = z
       .optional()
       .meta({ description: 'The command that proves the fix; detected when absent.' }),
     network: z
-      .enum(['none', 'setup'], { error: 'must be "none" or "setup"' })
-      .default('none')
-      .meta({ description: 'none (default), or setup: network only while setup runs.' }),
+      .enum(['none', 'registries', 'open', 'setup'], {
+        error: 'must be "none", "registries" or "open"',
+      })
+      .default('registries')
+      // `setup` is the old name of `open`: setup with the whole network.
+      .transform((v): SetupNetworkMode => (v === 'setup' ? 'open' : v))
+      .meta({
+        description:
+          "Setup's network: registries (default: only the package registries, the operator's mirrors and network_allow, through the bot's egress proxy), open (any host; `setup` is the old name), or none. The agent and the tests never have one.",
+      }),
+    network_allow: z
+      .array(
+        nonEmpty('a host, host:port or *.suffix').superRefine((entry, ctx) => {
+          try {
+            parseAllowEntry(entry);
+          } catch (error) {
+            if (!(error instanceof AllowEntryError)) throw error;
+            ctx.addIssue({ code: 'custom', message: error.message });
+          }
+        }),
+        { error: 'must be a list of hosts (host, host:port or *.suffix)' },
+      )
+      .optional()
+      .meta({
+        description:
+          'Hosts setup may reach besides the package registries in `network: registries` mode: host (ports 80 and 443), host:port, or *.suffix. Never a loopback, link-local or private address.',
+      }),
     instructions: z
       .string({ error: 'must be text' })
       .optional()
@@ -153,6 +179,7 @@ export const KNOWN_KEYS = [
   'setup',
   'test',
   'network',
+  'network_allow',
   'instructions',
   'instructions_files',
   'max_steps',

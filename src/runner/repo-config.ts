@@ -4,6 +4,7 @@
 import { lstat, readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { DEFAULT_MAX_STEPS } from '../leaf/protocol.js';
+import type { SetupNetworkMode } from '../sandbox/egress-facts.js';
 import { checkConfigBytes, checkConfigText } from './config-problems.js';
 import { RepoConfig, RepoConfigError } from './repo-config-schema.js';
 
@@ -21,11 +22,28 @@ export const REPO_CONFIG_PATH = '.github/frognano.yml';
 /** Wall-clock budget of the agent loop when the config names none. */
 export const DEFAULT_TIMEOUT_MINUTES = 30;
 
-/** The operator's bounds (FROGNANO_MAX_STEPS_CAP, FROGNANO_MAX_TIMEOUT_MINUTES_CAP, FROGNANO_MAX_ATTEMPTS). */
+/** The operator's bounds (FROGNANO_MAX_STEPS_CAP, FROGNANO_MAX_TIMEOUT_MINUTES_CAP, FROGNANO_MAX_ATTEMPTS, FROGNANO_SETUP_NETWORK_CAP). */
 export interface RepoConfigCaps {
   maxSteps?: number;
   timeoutMinutes?: number;
   attempts?: number;
+  /** The most setup network a repository gets (none < registries < open). */
+  network?: SetupNetworkMode;
+}
+
+const NETWORK_ORDER: readonly SetupNetworkMode[] = ['none', 'registries', 'open'];
+
+/**
+ * The setup network a repository gets: what it asks, or the operator's cap when it asks more.
+ * A clamp, not a config error: the run goes on with less network and says so (the repository
+ * cannot know the operator's cap, and `registries` is the default everyone asks for).
+ */
+export function capNetwork(
+  asked: SetupNetworkMode,
+  cap: SetupNetworkMode | undefined,
+): SetupNetworkMode {
+  if (cap === undefined) return asked;
+  return NETWORK_ORDER.indexOf(asked) > NETWORK_ORDER.indexOf(cap) ? cap : asked;
 }
 
 /** Larger config files are refused unread (a config is a few hundred bytes). */
@@ -60,6 +78,7 @@ export function capRepoConfig(config: RepoConfig, caps: RepoConfigCaps): RepoCon
     max_steps: bound(config.max_steps, DEFAULT_MAX_STEPS, caps.maxSteps),
     timeout_minutes: bound(config.timeout_minutes, DEFAULT_TIMEOUT_MINUTES, caps.timeoutMinutes),
     attempts: bound(config.attempts, 1, caps.attempts),
+    network: capNetwork(config.network, caps.network),
   };
 }
 

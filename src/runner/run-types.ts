@@ -187,8 +187,10 @@ export interface RunResult {
   verifyBefore?: TestResult;
   verifyAfter?: TestResult;
   setupTail?: string;
-  /** Whether setup ran with a network (set when setup ran): `network: setup`, or the local sandbox. */
+  /** Whether setup ran with a network (set when setup ran): `network` not none, or the local sandbox. */
   setupNetwork?: boolean;
+  /** Setup's network in a Docker run: mode, allowed hosts, refused connections (when setup ran). */
+  egress?: EgressFacts;
   violations: PolicyViolation[];
   steps: StepSummary[];
   budgets: {
@@ -243,8 +245,6 @@ export interface RunResult {
   sandboxRecoveries?: SandboxRecovery[];
   /** How the environment was made and whether the tests can run in it (absent before setup). */
   environment?: EnvironmentFacts;
-  /** What setup's network did (the egress proxy's facts), when setup had one. */
-  egress?: EgressFacts;
 }
 
 /** One setup command and where it came from (`pyproject.toml [test]`, `.github/frognano.yml`). */

@@ -66,7 +66,15 @@ export const DockerSandboxOptions = z.object({
       'runId must be 1-100 of [A-Za-z0-9_.-], starting alphanumeric',
     ),
   repo: z.string().max(512).default(''),
-  network: z.enum(['none', 'bridge']).default('none'),
+  /** `none`; `bridge` (setup in `open` mode); or a setup network (setup-network.ts). */
+  network: z
+    .union([
+      z.enum(['none', 'bridge']),
+      z
+        .string()
+        .regex(/^frognano-setup-[A-Za-z0-9_.-]+$/, 'must be none, bridge or a setup network'),
+    ])
+    .default('none'),
   /**
    * The engine's OCI runtime for the container (`runsc` for gVisor, `runc`); unset: the
    * engine's default. sandbox-runtime.ts chooses it for the agent and verification.

@@ -19,4 +19,6 @@ export interface EgressFacts {
   /** The allow list in force (`pypi.org`, `*.example.com`, `127.0.0.1:8080`, …), sorted. */
   allowedHosts: string[];
   blocked: BlockedConnection[];
+  /** What the repository asked for when the operator's FROGNANO_SETUP_NETWORK_CAP lowered it. */
+  cappedFrom?: SetupNetworkMode;
 }

@@ -21,6 +21,7 @@ import {
 } from './owner.js';
 import { DEFAULT_SNAPSHOT_CAP, evictSnapshots } from './snapshot-cache.js';
 import { RUN_MARKER } from './run-marker.js';
+import { LABEL_SETUP_NETWORK } from './setup-network.js';
 
 export interface ReapOptions {
   /**
@@ -44,6 +45,8 @@ export interface ReapResult {
   /** Attempt bases of dead runs (several attempts). */
   attemptImages: number;
   workDirs: number;
+  /** Setup networks of dead runs (set when there were any). */
+  networks?: number;
   /** Containers left alone: another instance's, no owner, or an owner still alive. */
   spared?: number;
 }
@@ -90,6 +93,9 @@ export async function reap(docker: Docker | undefined, options: ReapOptions): Pr
       }
     }
     result.spared = spared;
+    // After the containers: a dead run's setup network has nothing attached any more.
+    const networks = await reapSetupNetworks(docker, instance, live, keep, options.log);
+    if (networks > 0) result.networks = networks;
     // After the containers: a dead run's containers no longer hold its image.
     result.attemptImages = await reapAttemptImages(docker, instance, live, keep, options.log);
   }
@@ -104,6 +110,34 @@ export async function reap(docker: Docker | undefined, options: ReapOptions): Pr
   // Last: the locks of owners whose leftovers are now gone.
   sweepOwners(dataDir);
   return result;
+}
+
+/** Setup networks (setup-network.ts) of this instance whose run is dead by the container rules. */
+async function reapSetupNetworks(
+  docker: Docker,
+  instance: string,
+  live: Set<string>,
+  keep: (labels: Record<string, string> | undefined, runId: string) => boolean,
+  log?: Logger,
+): Promise<number> {
+  const networks = await docker.listNetworks({
+    filters: JSON.stringify({ label: [LABEL_SETUP_NETWORK, `${LABEL_OWNER}=${instance}`] }),
+  });
+  let count = 0;
+  for (const info of networks) {
+    const runId = info.Labels?.[LABEL_RUN] ?? '';
+    if (runId === '' || live.has(runId) || keep(info.Labels, runId)) continue;
+    try {
+      await docker.getNetwork(info.Id).remove();
+      count++;
+      log?.info({ runId, network: info.Name }, 'reaped setup network');
+    } catch (error) {
+      // Still in use (409: a container of another run?) or already gone (404): left alone.
+      const status = (error as { statusCode?: number }).statusCode;
+      if (status !== 404 && status !== 409) throw error;
+    }
+  }
+  return count;
 }
 
 /**

@@ -16,6 +16,7 @@ import { lstat, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import { shellQuote } from '../shell-quote.js';
+import type { SetupNetworkMode } from './egress-facts.js';
 
 export const SNAPSHOT_REPOSITORY = 'frognano-snapshot';
 export const SNAPSHOT_LABEL = 'frognano.snapshot';
@@ -141,7 +142,7 @@ export interface SnapshotKeyInput {
   /** The base image's id (sha256:...), not its name: a rebuilt image must miss. */
   baseImageId: string;
   setup: readonly string[];
-  network: 'none' | 'setup';
+  network: SetupNetworkMode;
   manifestsHash: string;
   /** Set when setup copies the project itself (e.g. `pip install .`): then only that commit matches. */
   treeCommit?: string;

@@ -64,9 +64,9 @@ describe('frognano config validate', () => {
     const run = await runCli(['config', 'validate'], dir);
     expect(run.code).toBe(1);
     expect(run.stdout.split('\n')).toEqual([
-      '.github/frognano.yml:2:1: unknown key "max_step", did you mean "max_steps"? (expected one of: image, setup, test, network, instructions, instructions_files, max_steps, timeout_minutes, attempts, blocked_paths, _extends)',
+      '.github/frognano.yml:2:1: unknown key "max_step", did you mean "max_steps"? (expected one of: image, setup, test, network, network_allow, instructions, instructions_files, max_steps, timeout_minutes, attempts, blocked_paths, _extends)',
       '.github/frognano.yml:5:5: setup[1] must be a non-empty command (got 3)',
-      '.github/frognano.yml:6:10: network must be "none" or "setup" (got "full")',
+      '.github/frognano.yml:6:10: network must be "none", "registries" or "open" (got "full")',
       '',
     ]);
     const json = await runCli(['config', 'validate', '--json', '.github/frognano.yml'], dir);
@@ -165,13 +165,17 @@ describe('frognano config show', () => {
     );
     const run = await runCli(['config', 'show', '--repo', dir], root, {
       FROGNANO_MAX_STEPS_CAP: '100',
+      FROGNANO_SETUP_NETWORK_CAP: 'none',
       FROGNANO_SANDBOX_IMAGE: 'acme/sandbox:1',
     });
     expect(run).toMatchObject({ code: 0, stderr: '' });
     const lines = run.stdout.split('\n');
     expect(lines).toContain('image: acme/sandbox:1 # FROGNANO_SANDBOX_IMAGE');
     expect(lines).toContain('setup: # .github/frognano.yml');
-    expect(lines).toContain('network: none # default');
+    expect(lines).toContain(
+      'network: none # FROGNANO_SETUP_NETWORK_CAP (the default is registries)',
+    );
+    expect(lines).toContain('network_allow: [] # default (none)');
     expect(lines).toContain('test: python3 -m pytest # detected pytest: found pytest.ini');
     expect(lines).toContain('max_steps: 100 # FROGNANO_MAX_STEPS_CAP (the file asks 500)');
     expect(lines).toContain('timeout_minutes: 30 # default');
@@ -183,6 +187,7 @@ describe('frognano config show', () => {
       image: 'acme/sandbox:1',
       setup: ['pip install -e .'],
       network: 'none',
+      network_allow: [],
       test: 'python3 -m pytest',
       instructions: null,
       instructions_files: ['AGENTS.md', 'CLAUDE.md'],

@@ -27,7 +27,7 @@ describe('renderSummary', () => {
     const setup = section(markdownTree(summary), 'Setup');
     expect(setup.map((n) => n.type)).toEqual(['paragraph', 'paragraph', 'paragraph', 'code']);
     expect(summary).toContain('Setup ran without a network');
-    expect(summary).toContain('`network: setup`');
+    expect(summary).toContain('`network: registries`');
     expect(summary).toContain('ERROR: Could not find a version that satisfies leftpad');
   });
 

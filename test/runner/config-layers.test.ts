@@ -41,7 +41,7 @@ describe('mergeConfigLayers', () => {
     expect(config).toMatchObject({
       max_steps: 20,
       instructions: 'Org rules.',
-      network: 'setup',
+      network: 'open',
       blocked_paths: ['.github/**', '.gitmodules', 'secrets/**', 'docs/**'],
     });
     expect(origins).toEqual({
@@ -55,7 +55,7 @@ describe('mergeConfigLayers', () => {
   it('names the bad file, line and key of a file from another repository', () => {
     expect(() => configLayer({ ...org, text: 'test: x\nmax_stepz: 5\n' })).toThrow(
       new RepoConfigError(
-        'acme/.github:.github/frognano.yml, line 2: an unknown key, did you mean "max_steps"? (expected one of: image, setup, test, network, instructions, instructions_files, max_steps, timeout_minutes, attempts, blocked_paths, _extends)',
+        'acme/.github:.github/frognano.yml, line 2: an unknown key, did you mean "max_steps"? (expected one of: image, setup, test, network, network_allow, instructions, instructions_files, max_steps, timeout_minutes, attempts, blocked_paths, _extends)',
       ),
     );
     expect(() => configLayer({ ...org, text: `test: "${'x'.repeat(70_000)}"` })).toThrow(

@@ -19,7 +19,7 @@ describe('schema/frognano.schema.json', () => {
     const schema = JSON.parse(readFileSync(SCHEMA_FILE, 'utf8')) as Schema;
     expect(Object.keys(schema.properties)).toEqual([...KNOWN_KEYS]);
     expect(schema.additionalProperties).toBe(false);
-    expect(schema.properties.network?.enum).toEqual(['none', 'setup']);
+    expect(schema.properties.network?.enum).toEqual(['none', 'registries', 'open', 'setup']);
     const path = new RegExp(schema.properties.instructions_files!.items!.pattern!);
     expect(['AGENTS.md', '.github/copilot-instructions.md'].every((p) => path.test(p))).toBe(true);
     expect(['../x', '/etc/passwd', '.git/config', 'a//b'].some((p) => path.test(p))).toBe(false);

@@ -39,7 +39,7 @@ describe('loadRepoConfig', () => {
     // No `setup`: automatic setup (issue 25).
     const defaults = {
       setup: 'auto',
-      network: 'none',
+      network: 'registries',
       blocked_paths: ['.github/**', '.gitmodules'],
     };
     expect(await loadRepoConfig(tree())).toEqual(defaults);
@@ -69,7 +69,7 @@ describe('loadRepoConfig', () => {
       image: 'python:3.12-slim',
       setup: ['pip install -e .', 'pip install pytest'],
       test: 'python3 -m pytest -x tests',
-      network: 'setup',
+      network: 'open',
       instructions: 'Keep the public API stable.',
       max_steps: 40,
       timeout_minutes: 12.5,
@@ -106,7 +106,10 @@ describe('loadRepoConfig', () => {
       'timeout_minutes: 100000',
       '.github/frognano.yml: timeout_minutes must be at most 1440 minutes (got 100000)',
     ],
-    ['network: full', '.github/frognano.yml: network must be "none" or "setup" (got "full")'],
+    [
+      'network: full',
+      '.github/frognano.yml: network must be "none", "registries" or "open" (got "full")',
+    ],
     ['setup: [make, 3]', '.github/frognano.yml: setup[1] must be a non-empty command (got 3)'],
     [
       'setup: {a: b}',
@@ -124,11 +127,11 @@ describe('loadRepoConfig', () => {
     ['instructions: [a]', '.github/frognano.yml: instructions must be text (got a list)'],
     [
       'max_step: 3',
-      '.github/frognano.yml: unknown key "max_step", did you mean "max_steps"? (expected one of: image, setup, test, network, instructions, instructions_files, max_steps, timeout_minutes, attempts, blocked_paths, _extends)',
+      '.github/frognano.yml: unknown key "max_step", did you mean "max_steps"? (expected one of: image, setup, test, network, network_allow, instructions, instructions_files, max_steps, timeout_minutes, attempts, blocked_paths, _extends)',
     ],
     [
       'sandbox: x',
-      '.github/frognano.yml: unknown key "sandbox" (expected one of: image, setup, test, network, instructions, instructions_files, max_steps, timeout_minutes, attempts, blocked_paths, _extends)',
+      '.github/frognano.yml: unknown key "sandbox" (expected one of: image, setup, test, network, network_allow, instructions, instructions_files, max_steps, timeout_minutes, attempts, blocked_paths, _extends)',
     ],
     [
       'instructions_files: [../x.md]',
@@ -257,6 +260,41 @@ describe('attempts', () => {
     );
     await expect(loadRepoConfig(tree('attempts: 2.5\n'))).rejects.toThrow(
       /attempts must be an integer from 1 to 8/,
+    );
+  });
+
+  it('takes network none, registries or open (setup meaning open), registries by default', async () => {
+    expect((await loadRepoConfig(tree('network: none\n'))).network).toBe('none');
+    expect((await loadRepoConfig(tree('network: registries\n'))).network).toBe('registries');
+    expect((await loadRepoConfig(tree('network: open\n'))).network).toBe('open');
+    expect((await loadRepoConfig(tree('network: setup\n'))).network).toBe('open');
+    expect((await loadRepoConfig(tree('test: x\n'))).network).toBe('registries');
+  });
+
+  it('lowers network to the operator cap (a clamp, not an error)', async () => {
+    expect((await loadRepoConfig(tree('network: open\n'), { network: 'registries' })).network).toBe(
+      'registries',
+    );
+    expect((await loadRepoConfig(tree('test: x\n'), { network: 'none' })).network).toBe('none');
+    expect((await loadRepoConfig(tree('network: none\n'), { network: 'open' })).network).toBe(
+      'none',
+    );
+  });
+
+  it('reads network_allow and names a bad entry', async () => {
+    const config = await loadRepoConfig(
+      tree('network_allow: [files.example.com, "*.corp.example", "mirror.example:8080"]\n'),
+    );
+    expect(config.network_allow).toEqual([
+      'files.example.com',
+      '*.corp.example',
+      'mirror.example:8080',
+    ]);
+    expect(await errorOf('network_allow: [example.com/path]\n')).toBe(
+      '.github/frognano.yml: network_allow[0] "example.com/path" is a URL or path, not a host; use host, host:port or *.suffix (like files.example.com, 10.0.0.5:8080, *.corp.example) (got "example.com/path")',
+    );
+    expect(await errorOf('network_allow: example.com\n')).toBe(
+      '.github/frognano.yml: network_allow must be a list of hosts (host, host:port or *.suffix) (got "example.com")',
     );
   });
 

@@ -526,7 +526,7 @@ describeDocker('runPipeline with the Docker sandbox', () => {
       repo: repo.dir,
       baseImageId,
       setup: ['echo set-up > marker.txt'],
-      network: 'none',
+      network: 'registries',
       manifestsHash: manifests.hash,
     });
     const pack = tar.pack();

@@ -24,6 +24,7 @@ import {
 import { ATTEMPT_HEADER } from '../../src/runner/phases/connect-model.js';
 import { SNAPSHOT_LABEL, SNAPSHOT_REPOSITORY } from '../../src/sandbox/snapshot-cache.js';
 import { RUN_MARKER } from '../../src/sandbox/run-marker.js';
+import { LABEL_SETUP_NETWORK, SETUP_NETWORK_PREFIX } from '../../src/sandbox/setup-network.js';
 import {
   describeDocker,
   ensureSandboxImage,
@@ -136,6 +137,38 @@ describeDocker('reap against the Docker engine', () => {
         .getImage(oldImage)
         .remove({ force: true })
         .catch(() => undefined);
+    }
+  });
+});
+
+describeDocker('reap of setup networks', () => {
+  const docker = connectDocker();
+  it('removes the setup network of a dead run, keeps a live run’s and another instance’s', async () => {
+    const dataDir = mkdtempSync(path.join(root, 'data-net-'));
+    const [deadId, liveId] = [testRunId('reap-net-dead'), testRunId('reap-net-live')];
+    const deadOwner = { instance: instanceId(dataDir), process: randomUUID() };
+    const foreign = { instance: randomUUID(), process: randomUUID() };
+    const make = (runId: string, owner: SandboxOwner) =>
+      docker.createNetwork({
+        Name: `${SETUP_NETWORK_PREFIX}${runId}-${randomUUID().slice(0, 8)}`,
+        Internal: true,
+        Labels: { [LABEL_RUN]: runId, [LABEL_SETUP_NETWORK]: '1', ...ownerLabels(owner) },
+      });
+    const dead = await make(deadId, deadOwner);
+    const live = await make(liveId, sandboxOwner(dataDir));
+    const other = await make(deadId, foreign);
+    try {
+      const result = await reap(docker, {
+        liveRunIds: [liveId],
+        workRoot: path.join(dataDir, 'runs'),
+        snapshotCap: Number.MAX_SAFE_INTEGER,
+      });
+      expect(result.networks).toBe(1);
+      await expect(dead.inspect()).rejects.toMatchObject({ statusCode: 404 });
+      expect(await live.inspect()).toBeTruthy();
+      expect(await other.inspect()).toBeTruthy();
+    } finally {
+      for (const n of [dead, live, other]) await n.remove().catch(() => undefined);
     }
   });
 });

@@ -102,7 +102,7 @@ describe('snapshotKey', () => {
       { ...input, baseImageId: 'sha256:bbb' },
       { ...input, setup: ['pip install -e .'] },
       { ...input, setup: ['pip install', '.'] },
-      { ...input, network: 'setup' as const },
+      { ...input, network: 'open' as const },
       { ...input, manifestsHash: 'm2' },
       { ...input, repo: 'o/other' },
       { ...input, treeCommit: 'abc' },

@@ -14,6 +14,7 @@ import {
 import type { RunContext } from '../run-context.js';
 import type { EnvironmentCommand } from '../run-types.js';
 import { finishAgentEnvironment } from '../setup-plan/agent-environment.js';
+import { diagnoseSetupFailure, type SetupEgress } from './setup-egress.js';
 import { collectTests, collectionUsable, type Collection } from '../setup-plan/collection.js';
 import type { SetupCandidate, SetupPlan } from '../setup-plan/setup-plan-types.js';
 
@@ -31,12 +32,12 @@ export async function runAutoSetup(
   run: RunContext,
   plan: SetupPlan,
   sandbox: Sandbox,
-  options: { testCommand?: string; deadline: number },
+  options: { testCommand?: string; deadline: number; egress?: SetupEgress },
 ): Promise<AutoSetupOutcome> {
   const outcome: AutoSetupOutcome = { commands: [], failed: [], tail: '' };
   const tails: string[] = [];
   for (const candidate of plan.candidates) {
-    const failure = await runCandidate(run, candidate, sandbox, options.deadline, tails);
+    const failure = await runCandidate(run, candidate, sandbox, options, tails);
     outcome.tail = tail(tails.join('\n'), OUTPUT_TAIL_CHARS);
     // A plain `pytest` must be the venv's before collection judges the candidate.
     await finishAgentEnvironment(sandbox, run.signal);
@@ -62,22 +63,29 @@ async function runCandidate(
   run: RunContext,
   candidate: SetupCandidate,
   sandbox: Sandbox,
-  deadline: number,
+  { deadline, egress }: { deadline: number; egress?: SetupEgress },
   tails: string[],
 ): Promise<string | undefined> {
   for (const { command, from } of candidate.commands) {
     const left = deadline - Date.now();
     if (left <= 0) return `${shortCommand(command)} (${from}) did not start: setup time limit`;
+    const blockedBefore = egress?.facts().blocked ?? [];
     const done = await sandbox.exec(combinedOutput(command), {
       timeoutMs: left,
       signal: run.signal,
       maxOutputBytes: COMMAND_OUTPUT_BYTES,
+      ...(egress ? { env: egress.env } : {}),
     });
     tails.push(`$ ${command}\n${combined(done)}`);
+    // A refused host or an untrusted certificate, named (the network's own words).
+    const network = egress
+      ? diagnoseSetupFailure(combined(done), blockedBefore, egress.facts().blocked)
+      : undefined;
+    const why = network ? `: ${network}` : '';
     if (done.timedOut)
-      return `${shortCommand(command)} (${from}) did not finish within the setup time limit`;
+      return `${shortCommand(command)} (${from}) did not finish within the setup time limit${why}`;
     if (done.exitCode !== 0) {
-      const last = lastLine(combined(done));
+      const last = network ?? lastLine(combined(done));
       return `${shortCommand(command)} (${from}) failed with exit code ${done.exitCode}${limitNote(done)}${last ? `: ${last}` : ''}`;
     }
   }

@@ -51,8 +51,10 @@ export interface Prepared {
   docker?: Docker;
   /** The repository's setup commands, automatic setup's plan, or none. */
   setup: PlannedSetup;
-  /** Setup may reach the network (`network: setup`, and there is setup). */
+  /** Setup may reach the network (`network` not `none`, and there is setup). */
   setupNetwork: boolean;
+  /** What the repository asked for `network` when the operator's cap lowered it. */
+  networkAsked?: RepoConfig['network'];
   /** Setup snapshots are taken and used (Docker, there is setup, not disabled). */
   snapshotsOn: boolean;
   /**
@@ -85,6 +87,11 @@ export async function configure(run: RunContext, workspace: Workspace): Promise<
     const read = await readConfig(run, workspace);
     if (isFailure(read)) return { facts, failure: read };
     const { config, caps, instructions } = read;
+    if (read.networkAsked)
+      run.log.warn(
+        { asked: read.networkAsked, network: config.network },
+        'setup network lowered to the operator cap FROGNANO_SETUP_NETWORK_CAP',
+      );
     if (instructions.files.length > 0) facts.instructionFiles = instructions.files;
     const { maxSteps, timeoutMs, attempts } = budgets(run, config, caps);
     facts.budgets = { maxSteps, timeoutMs };
@@ -117,7 +124,8 @@ export async function configure(run: RunContext, workspace: Workspace): Promise<
       imageNamedByRepo: request.overrides?.image === undefined && config.image !== undefined,
       ...(request.sandbox === 'docker' ? { docker: deps.docker ?? connectDocker(env) } : {}),
       setup,
-      setupNetwork: config.network === 'setup' && setupRuns(setup),
+      setupNetwork: config.network !== 'none' && setupRuns(setup),
+      ...(read.networkAsked ? { networkAsked: read.networkAsked } : {}),
       snapshotsOn:
         request.sandbox === 'docker' && setupRuns(setup) && deps.snapshots?.enabled !== false,
       ...(previous ? { previous } : {}),
@@ -143,7 +151,15 @@ async function followUpIssueText(run: RunContext, workspace: Workspace): Promise
 async function readConfig(
   run: RunContext,
   workspace: Workspace,
-): Promise<{ config: RepoConfig; caps: RepoConfigCaps; instructions: InstructionFiles } | Failure> {
+): Promise<
+  | {
+      config: RepoConfig;
+      caps: RepoConfigCaps;
+      instructions: InstructionFiles;
+      networkAsked?: RepoConfig['network'];
+    }
+  | Failure
+> {
   let caps: RepoConfigCaps = {};
   try {
     const read = await run.phase('config', async () => {
@@ -151,7 +167,12 @@ async function readConfig(
       const resolved = await resolveRepoConfig(workspace.treeDir, run.request.configBase, run.log);
       if (resolved.files.length > 0) run.log.info({ files: resolved.files }, 'configuration read');
       const capped = capRepoConfig(resolved.config, caps);
-      return { config: capped, instructions: await instructionFiles(run, workspace, capped) };
+      const asked = resolved.config.network;
+      return {
+        config: capped,
+        instructions: await instructionFiles(run, workspace, capped),
+        ...(asked !== capped.network ? { networkAsked: asked } : {}),
+      };
     });
     return { ...read, caps };
   } catch (error) {

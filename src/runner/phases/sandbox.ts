@@ -33,6 +33,7 @@ import { setupKeyCommands, setupKeyFiles, setupRuns } from '../setup-plan/planne
 import type { RunContext } from '../run-context.js';
 import type { RunRequest } from '../run-types.js';
 import type { Prepared } from './config.js';
+import { openSetupEgress, type SetupEgress } from './setup-egress.js';
 
 /** The setup snapshot this run's sandbox matched (`hitImage`), or would save under `key`. */
 export interface Snapshot {
@@ -46,6 +47,8 @@ export interface Started {
   snapshot?: Snapshot;
   /** Docker: the runtime the agent and verification run under (sandbox-runtime.ts). */
   runtime?: SandboxRuntime;
+  /** Setup's network and environment, for a cold start with setup (the caller closes it). */
+  egress?: SetupEgress;
 }
 
 /** Starts the sandbox (from a snapshot when one matches) and copies today's tree in. */
@@ -117,25 +120,31 @@ async function lookUpSnapshot(
   return { key, hitImage: await findSnapshot(docker!, key).catch(() => undefined) };
 }
 
-/** The Docker sandbox, from the snapshot when it hit; a snapshot gone meanwhile starts cold. */
+/**
+ * The Docker sandbox, from the snapshot when it hit; a snapshot gone meanwhile starts cold.
+ * A cold start with setup starts on setup's network (setup-egress.ts).
+ */
 async function startDocker(
   run: RunContext,
   prepared: Prepared,
   docker: Docker,
-  { snapshot, runtime }: Started,
+  started: Started,
 ): Promise<DockerSandbox> {
   const { request, deps, env, log } = run;
-  const start = (fromSnapshot: boolean) => {
-    const network = prepared.setupNetwork && !fromSnapshot;
+  const { snapshot, runtime } = started;
+  const start = async (fromSnapshot: boolean) => {
+    if (!fromSnapshot && setupRuns(prepared.setup))
+      started.egress ??= await openSetupEgress(run, prepared, docker);
+    const network = fromSnapshot ? 'none' : (started.egress?.dockerNetwork ?? 'none');
     return createDockerSandbox({
       docker,
       image: fromSnapshot ? snapshotTag(snapshot!.key) : prepared.image,
       runId: request.runId,
       repo: snapshotRepo(request),
-      network: network ? 'bridge' : 'none',
+      network,
       // Setup with a network under the engine's default (gVisor's own network is off here);
       // the agent then starts from its image under the chosen runtime (setup.ts).
-      ...(network && runtime?.name !== RUNC_RUNTIME ? {} : { runtime: runtime?.name }),
+      ...(network !== 'none' && runtime?.name !== RUNC_RUNTIME ? {} : { runtime: runtime?.name }),
       limits: deps.sandboxLimits ?? limitsFromEnv(env, log),
       owner: sandboxOwner(run.dataDir),
       logger: log,

@@ -46,8 +46,10 @@ import {
 import { collectTests, collectionUsable, type Collection } from '../setup-plan/collection.js';
 import { setupRuns } from '../setup-plan/planned-setup.js';
 import { collectionProblem, runAutoSetup } from './auto-setup.js';
+import type { EgressFacts } from '../../sandbox/egress-facts.js';
 import type { Prepared } from './config.js';
 import { snapshotRepo, startSandbox, type Started } from './sandbox.js';
+import { diagnoseSetupFailure, type SetupEgress } from './setup-egress.js';
 
 export const DEFAULT_SETUP_TIMEOUT_MS = 20 * 60_000;
 
@@ -65,6 +67,8 @@ export interface SetupFacts {
   runtime?: SandboxRuntime;
   /** How the environment was made and whether the tests can run in it. */
   environment?: EnvironmentFacts;
+  /** Setup's network: the mode, the hosts allowed, what was refused (set when setup ran). */
+  egress?: EgressFacts;
 }
 
 export type SetupOutcome =
@@ -98,6 +102,24 @@ async function bringUp(
 ): Promise<Sandbox | Failure> {
   const started: Started = {};
   try {
+    return await bringUpOn(run, prepared, step, facts, started, probe);
+  } finally {
+    // After the cut (or a failure): the proxy stops and setup's network goes.
+    await started.egress?.close().catch((error: unknown) => {
+      run.log.warn({ err: errorText(error) }, 'setup network cleanup failed');
+    });
+  }
+}
+
+async function bringUpOn(
+  run: RunContext,
+  prepared: Prepared,
+  step: Step,
+  facts: SetupFacts,
+  started: Started,
+  probe: boolean,
+): Promise<Sandbox | Failure> {
+  try {
     await step('sandbox', () =>
       hostTreeTurn(prepared.workspace, () => startSandbox(run, prepared, started)),
     );
@@ -118,7 +140,9 @@ async function bringUp(
   if (setupRuns(prepared.setup) && !hit) {
     facts.setupNetwork = setupNetwork || sandbox.kind === 'local';
     const t0 = Date.now();
-    const made = await step('setup', () => makeEnvironment(run, prepared, sandbox, facts));
+    const made = await step('setup', () =>
+      makeEnvironment(run, prepared, sandbox, facts, started.egress),
+    );
     environment.seconds = Math.round((Date.now() - t0) / 100) / 10;
     if (made.failure) return { outcome: 'setup_failed', error: made.failure };
     collection = made.collection;
@@ -247,12 +271,19 @@ async function makeEnvironment(
   prepared: Prepared,
   sandbox: Sandbox,
   facts: SetupFacts,
+  egress: SetupEgress | undefined,
 ): Promise<{ failure?: string; keep: boolean; collection?: Collection }> {
   const planned = prepared.setup;
   const deadline = Date.now() + (run.deps.setupTimeoutMs ?? DEFAULT_SETUP_TIMEOUT_MS);
   await installAgentEnvironment(sandbox, run.signal);
+  if (egress) facts.egress = egress.facts();
+  try {
+    await egress?.prepare(sandbox, run.signal);
+  } catch (error) {
+    return { failure: errorText(error), keep: false };
+  }
   if (planned.source === 'config') {
-    const failure = await runSetup(run, planned.commands, sandbox, facts, deadline);
+    const failure = await runSetup(run, planned.commands, sandbox, facts, deadline, egress);
     if (failure) return { failure, keep: false };
     await finishAgentEnvironment(sandbox, run.signal);
     return { keep: true };
@@ -261,7 +292,9 @@ async function makeEnvironment(
   const auto = await runAutoSetup(run, planned.plan, sandbox, {
     ...(prepared.test ? { testCommand: prepared.test.command } : {}),
     deadline,
+    ...(egress ? { egress } : {}),
   });
+  if (egress) facts.egress = egress.facts();
   facts.setupTail = auto.tail;
   const environment = facts.environment!;
   environment.commands = auto.commands;
@@ -279,24 +312,33 @@ async function runSetup(
   sandbox: Sandbox,
   facts: SetupFacts,
   deadline: number,
+  egress: SetupEgress | undefined,
 ): Promise<string | undefined> {
   const tails: string[] = [];
   for (const [index, command] of setup.entries()) {
     const left = deadline - Date.now();
+    const blockedBefore = egress?.facts().blocked ?? [];
     const done =
       left > 0
         ? await sandbox.exec(combinedOutput(command), {
             timeoutMs: left,
             signal: run.signal,
             maxOutputBytes: COMMAND_OUTPUT_BYTES,
+            ...(egress ? { env: egress.env } : {}),
           })
         : undefined;
     if (done) tails.push(combined(done));
     facts.setupTail = tail(tails.join('\n'), OUTPUT_TAIL_CHARS);
+    if (egress) facts.egress = egress.facts();
+    const why = () => {
+      if (!egress || !done) return '';
+      const reason = diagnoseSetupFailure(combined(done), blockedBefore, egress.facts().blocked);
+      return reason ? `: ${reason}` : '';
+    };
     if (!done || done.timedOut)
-      return `setup command ${index + 1} (${shortCommand(command)}) did not finish within the setup time limit`;
+      return `setup command ${index + 1} (${shortCommand(command)}) did not finish within the setup time limit${why()}`;
     if (done.exitCode !== 0)
-      return `setup command ${index + 1} (${shortCommand(command)}) failed with exit code ${done.exitCode}${limitNote(done)}`;
+      return `setup command ${index + 1} (${shortCommand(command)}) failed with exit code ${done.exitCode}${limitNote(done)}${why()}`;
   }
   return undefined;
 }

@@ -1,0 +1,192 @@
+// The network a `registries` setup runs on (issue 25): an internal Docker bridge (no route out)
+// on which the only thing to reach is the bot's egress proxy, listening on the bridge's gateway
+// address on the host. An internal bridge still lets its containers reach every service the
+// host has on a wildcard address (verified on this engine), so where the bot may change the
+// host's firewall (root, iptables) it drops everything from the bridge to the host but the
+// proxy's port. When the bot itself runs in a container of the same engine (its sandboxes are
+// siblings), the bot's container joins the network and the proxy listens on its address there.
+// The network carries the run and owner labels: the reaper removes one a dead run left.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
+import type Docker from 'dockerode';
+import type { Logger } from '../log.js';
+import { LABEL_RUN } from './docker-sandbox-options.js';
+import type { AllowList } from './egress-allow.js';
+import { startEgressProxy, type EgressProxy } from './egress-proxy.js';
+import { errorText } from './engine-error-text.js';
+import { ownerLabels, type SandboxOwner } from './owner.js';
+
+/** Marks a setup network (reap.ts removes the ones of dead runs). */
+export const LABEL_SETUP_NETWORK = 'frognano.setup-network';
+/** Every setup network's name starts so (a sandbox may join no other custom network). */
+export const SETUP_NETWORK_PREFIX = 'frognano-setup-';
+
+const run = promisify(execFile);
+
+export interface SetupNetworkOptions {
+  docker: Docker;
+  runId: string;
+  owner?: SandboxOwner;
+  allow: AllowList;
+  log: Logger;
+  /** The bot's own container on this engine, if it runs in one (default: detected). */
+  selfContainer?: string | null;
+}
+
+export interface SetupNetwork {
+  /** The Docker network the setup container starts on. */
+  readonly name: string;
+  readonly proxy: EgressProxy;
+  /** Whether the host firewall keeps the bridge to the proxy's port (false: not possible here). */
+  readonly firewalled: boolean;
+  /** Stops the proxy, lifts the firewall rules, removes the network. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Creates the network and starts the proxy on it; removes what it made if any step fails. */
+export async function openSetupNetwork(options: SetupNetworkOptions): Promise<SetupNetwork> {
+  const { docker, runId, log } = options;
+  const suffix = randomBytes(4).toString('hex');
+  const name = `${SETUP_NETWORK_PREFIX}${runId}-${suffix}`.slice(0, 120);
+  const bridge = `fns-${suffix}`;
+  const network = await docker.createNetwork({
+    Name: name,
+    Driver: 'bridge',
+    Internal: true,
+    CheckDuplicate: true,
+    Labels: {
+      ...(options.owner ? ownerLabels(options.owner) : {}),
+      [LABEL_RUN]: runId,
+      [LABEL_SETUP_NETWORK]: '1',
+    },
+    Options: {
+      'com.docker.network.bridge.name': bridge,
+      'com.docker.network.bridge.enable_icc': 'false',
+    },
+  });
+  const undo: (() => Promise<unknown>)[] = [() => removeNetwork(docker, name)];
+  const closeAll = async () => {
+    for (const step of undo.reverse()) await step().catch((e: unknown) => warn(log, name, e));
+  };
+  try {
+    const self =
+      options.selfContainer === undefined ? await selfContainerId(docker) : options.selfContainer;
+    let host: string;
+    if (self) {
+      await network.connect({ Container: self });
+      undo.push(() => network.disconnect({ Container: self, Force: true }));
+      host = await addressOn(docker, self, name);
+    } else {
+      host = await gatewayOf(network);
+    }
+    const proxy = await startEgressProxy({ allow: options.allow, host, log });
+    undo.push(() => proxy.close());
+    const firewalled = self ? false : await guardHost(bridge, host, proxy.port, undo, log);
+    let closing: Promise<void> | undefined;
+    log.info(
+      { network: name, proxy: proxy.url, firewalled, sibling: Boolean(self) },
+      'setup network up',
+    );
+    return { name, proxy, firewalled, close: () => (closing ??= closeAll()) };
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}
+
+async function gatewayOf(network: Docker.Network): Promise<string> {
+  const info = (await network.inspect()) as {
+    IPAM?: { Config?: { Gateway?: string }[] };
+  };
+  const gateway = info.IPAM?.Config?.find((c) => c.Gateway)?.Gateway;
+  if (!gateway) throw new Error('the setup network has no gateway address for the egress proxy');
+  return gateway.replace(/\/\d+$/, '');
+}
+
+async function addressOn(docker: Docker, container: string, network: string): Promise<string> {
+  const info = await docker.getContainer(container).inspect();
+  const address = info.NetworkSettings?.Networks?.[network]?.IPAddress;
+  if (!address) throw new Error(`the bot's container got no address on ${network}`);
+  return address;
+}
+
+/**
+ * The bot's own container when it runs in one on this engine (the App's image with the
+ * engine's socket): the container id in /proc/self/mountinfo (Docker mounts the container's
+ * hostname and resolv.conf from /var/lib/docker/containers/<id>/), if the engine knows it.
+ */
+export async function selfContainerId(docker: Docker): Promise<string | undefined> {
+  const mounts = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '');
+  const id = /\/containers\/([0-9a-f]{64})\/(?:hostname|resolv\.conf|hosts)/.exec(mounts)?.[1];
+  if (!id) return undefined;
+  try {
+    await docker.getContainer(id).inspect();
+    return id;
+  } catch {
+    // Another engine's container (a remote DOCKER_HOST): the proxy is on this host's side.
+    return undefined;
+  }
+}
+
+/**
+ * Keeps the bridge to the proxy: from its interface only the proxy's port on its address gets
+ * into the host. Root only; elsewhere the operator's firewall must do it (README says how).
+ */
+async function guardHost(
+  bridge: string,
+  address: string,
+  port: number,
+  undo: (() => Promise<unknown>)[],
+  log: Logger,
+): Promise<boolean> {
+  const drop = ['INPUT', '-i', bridge, '-j', 'DROP'];
+  const accept = [
+    'INPUT',
+    '-i',
+    bridge,
+    '-p',
+    'tcp',
+    '-d',
+    address,
+    '--dport',
+    String(port),
+    '-j',
+    'ACCEPT',
+  ];
+  if (process.getuid?.() !== 0) {
+    log.warn(
+      { bridge },
+      'setup network not firewalled: not root; services on all host addresses are reachable from setup',
+    );
+    return false;
+  }
+  try {
+    await run('iptables', ['-w', '5', '-I', ...drop]);
+    undo.push(() => run('iptables', ['-w', '5', '-D', ...drop]));
+    await run('iptables', ['-w', '5', '-I', ...accept]);
+    undo.push(() => run('iptables', ['-w', '5', '-D', ...accept]));
+    return true;
+  } catch (error) {
+    log.warn(
+      { bridge, err: errorText(error) },
+      'setup network not firewalled: iptables failed; services on all host addresses are reachable from setup',
+    );
+    return false;
+  }
+}
+
+async function removeNetwork(docker: Docker, name: string): Promise<void> {
+  const network = docker.getNetwork(name);
+  const info = (await network.inspect().catch(() => undefined)) as
+    { Containers?: Record<string, unknown> } | undefined;
+  if (!info) return;
+  for (const container of Object.keys(info.Containers ?? {}))
+    await network.disconnect({ Container: container, Force: true }).catch(() => undefined);
+  await network.remove();
+}
+
+function warn(log: Logger, network: string, error: unknown): void {
+  log.warn({ network, err: errorText(error) }, 'setup network cleanup step failed');
+}
