@@ -23,6 +23,20 @@ export const ENV_DESCRIPTIONS: Readonly<Record<string, string>> = {
   FROGNANO_SANDBOX_MEMORY: 'Memory limit of a sandbox (swap equal to it).',
   FROGNANO_SANDBOX_CPUS: 'CPU limit of a sandbox.',
   FROGNANO_SANDBOX_PIDS: 'Process limit of a sandbox.',
+  FROGNANO_SANDBOX_RUNTIME:
+    "The engine runtime of the agent's and verification's sandboxes: unset, gVisor (`runsc`) when the engine offers it and a test start works, else the default; `runc` opts out; another name is used as given.",
+  FROGNANO_SETUP_NETWORK_CAP:
+    'The most setup network a repository may ask for (`network:`); a repository asking more gets this.',
+  FROGNANO_PIP_INDEX_URL:
+    'A PyPI mirror: setup gets it as `PIP_INDEX_URL`, and its host is allowed in `registries` mode.',
+  FROGNANO_NPM_REGISTRY:
+    'An npm registry mirror: setup gets it as `npm_config_registry`, and its host is allowed in `registries` mode.',
+  FROGNANO_SETUP_ALLOW_HOSTS:
+    'More hosts setup may reach in `registries` mode, comma-separated: `host`, `host:port` or `*.suffix` (a plain entry may name a private address).',
+  FROGNANO_SETUP_CA_FILE:
+    "A PEM bundle setup's tools trust besides the image's roots (a TLS-inspecting proxy).",
+  FROGNANO_SETUP_SECRETS:
+    'Names of variables passed to setup commands only (never the agent, the tests or a log); files setup writes persist in the snapshot.',
   FROGNANO_SANDBOX_DISK: 'Most a sandbox may write to disk (its layer and /tmp).',
   FROGNANO_DISK_FLOOR:
     "Stop a run when the Docker engine's disk has less free than this (`0`: off).",
@@ -77,4 +91,9 @@ export const OTHER_VARIABLES: Readonly<Record<string, readonly [string, string]>
   DOCKER_HOST: ['the local socket', 'Docker engine: `tcp://` or `ssh://` for a remote one.'],
   DOCKER_CERT_PATH: ['', 'TLS client certificates for a `tcp://` engine.'],
   DOCKER_TLS_VERIFY: ['', "`1`: verify the engine's TLS certificate."],
+  LOG_FORMAT: ['', '`frognano action`: `json` for JSON log lines instead of readable ones.'],
+  FROGNANO_ALLOW_LOCAL_SANDBOX_IN_ACTIONS: [
+    '',
+    "Under GitHub Actions the local sandbox is refused (the model could read the job's secrets) unless this is exactly `i-understand-the-model-can-read-job-secrets`.",
+  ],
 };

@@ -75,8 +75,8 @@ describe('action.yml', () => {
   });
 });
 
-describe("the README's workflow", () => {
-  const readme = readFileSync('README.md', 'utf8');
+describe('the documented workflow (docs/actions.md)', () => {
+  const readme = readFileSync('docs/actions.md', 'utf8');
   const section = readme.slice(readme.indexOf('## Run it as a GitHub Actions workflow'));
   const block = /```yaml\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
   const workflow = parse(block) as {

@@ -1,4 +1,4 @@
-// The README workflow's concurrency group, evaluated as GitHub evaluates its cancel test (string
+// The documented workflow's (docs/actions.md) concurrency group, evaluated as GitHub evaluates its cancel test (string
 // comparisons ignore case), against what the bot reads in the same text: only a real cancel may
 // leave the issue's or pull request's group, or two runs of it could go at once; and a cancel
 // in any of the places the bot takes one from must leave it, or it waits behind the run it stops.
@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { parseCommand } from '../../src/github/intake/parse-command.js';
 import { parseReviewCommand } from '../../src/github/intake/review-triggers.js';
 
-const readme = readFileSync('README.md', 'utf8');
+const readme = readFileSync('docs/actions.md', 'utf8');
 const section = readme.slice(readme.indexOf('## Run it as a GitHub Actions workflow'));
 const workflow = parse(/```yaml\n([\s\S]*?)```/.exec(section)?.[1] ?? '') as {
   jobs: Record<string, { concurrency: { group: string } }>;

@@ -5,7 +5,8 @@
 // that the committed example still has the sections a pull request has today.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, expect, it } from 'vitest';
+import nock from 'nock';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { describeDocker, ensureSandboxImage } from '../support/docker-engine.js';
 import { finalAnswer, toolCall } from '../support/scripted-model-server.js';
 import {
@@ -14,6 +15,7 @@ import {
   mockPullRequest,
   mockStatusComment,
   newGitHubMock,
+  startFakeGitHub,
   startHarness,
   type Harness,
 } from '../github/helpers/app-harness.js';
@@ -27,9 +29,11 @@ const EXAMPLE_DIR = path.resolve(import.meta.dirname, '../../docs/example');
 const WRITE = process.env.FROGNANO_TEST_WRITE_EXAMPLES === '1';
 
 let harness: Harness | undefined;
+const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   await harness?.stop();
   harness = undefined;
+  for (const cleanup of cleanups.splice(0)) await cleanup();
 });
 
 const PYTEST = 'PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q';
@@ -39,9 +43,15 @@ const headingsOf = (text: string): string[] =>
   text.split('\n').filter((line) => /^#{2,3} /.test(line));
 
 describeDocker('docs/example: a real draft pull request', () => {
+  // nock wraps every http request of the process, the Docker engine's hijacked exec streams
+  // included, and breaks them: GitHub is the strict loopback fake here (as in journey.test.ts).
+  beforeAll(() => nock.restore());
+  afterAll(() => nock.activate());
   it('is what a labelled issue gets', async () => {
     await ensureSandboxImage();
-    const gh = newGitHubMock();
+    const gh = newGitHubMock('fake');
+    const fake = await startFakeGitHub(gh);
+    cleanups.push(() => fake.close());
     mockGitHub({}, gh);
     mockBotIdentity(gh);
     mockStatusComment(gh, 1);
@@ -52,6 +62,7 @@ describeDocker('docs/example: a real draft pull request', () => {
       python: 'python3',
       throttleMs: 0,
       gitHttp: gh,
+      env: { GITHUB_API_URL: fake.url },
       script: [
         toolCall('Glob', { pattern: '**/*.py' }),
         toolCall('Read', { file_path: 'calc.py' }),
@@ -95,5 +106,5 @@ describeDocker('docs/example: a real draft pull request', () => {
     expect(headingsOf(example), 'run `npm run examples` to regenerate docs/example/').toEqual(
       headingsOf(body),
     );
-  });
+  }, 180_000);
 });

@@ -1,5 +1,5 @@
 // The browser tests' Chromium can be pointed elsewhere from the shell that runs `npm test`, and
-// a missing one fails the browser tests with a line naming it (README, "The two commands").
+// a missing one fails the browser tests with a line naming it (docs/development.md, "The two commands").
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 
