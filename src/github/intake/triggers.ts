@@ -87,6 +87,8 @@ export function decideTrigger(
     if (!command) return { kind: 'ignore', reason: 'not a command' };
     if (isBot(p.comment.user)) return { kind: 'ignore', reason: 'comment by a bot' };
     if (command.verb === 'use') return gateUse(p, command.attempt);
+    // Pushing the CI commit is not wired yet: until it is, `ci` must never fall through to a retry.
+    if (command.verb === 'ci') return { kind: 'ignore', reason: '`ci` is not handled yet' };
     const wanted =
       command.verb === 'cancel'
         ? ({ kind: 'cancel' } as const)
