@@ -46,7 +46,7 @@ import {
 import { freePort } from './free-port.js';
 import { prunePendingPublishes } from './github/publishing/index.js';
 import { decideTrigger } from './github/intake/index.js';
-import { useCommandHandler } from './github/publishing/index.js';
+import { ciCommandHandler, useCommandHandler } from './github/publishing/index.js';
 import { createWorkerPool } from './github/create-worker-pool.js';
 import type { RunPipelineFn, WorkerPool } from './runs/index.js';
 import {
@@ -395,6 +395,14 @@ function createIntake(core: AppCore, options: StartAppOptions): Intake {
       artifactTtlSeconds: config.retentionDays * 24 * 3600,
       gitBaseUrl: config.gitBaseUrl,
       ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
+      appAuth: core.identity.appClient,
+      ...(config.botIdentity ? { botIdentity: config.botIdentity } : {}),
+      log,
+      ...(options.git ? { git: options.git } : {}),
+    }),
+    onCi: ciCommandHandler({
+      dataDir: config.dataDir,
+      gitBaseUrl: config.gitBaseUrl,
       appAuth: core.identity.appClient,
       ...(config.botIdentity ? { botIdentity: config.botIdentity } : {}),
       log,

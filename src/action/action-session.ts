@@ -26,6 +26,7 @@ import { dataPaths } from '../data-dir.js';
 import type { ActionEnv } from './action-env.js';
 import type { ActionGitHub } from './action-github.js';
 import { actionQueue } from './action-queue.js';
+import { actionCiHandler } from './action-ci.js';
 import { actionUseHandler } from './action-use.js';
 import { recoverPublishedAttempt } from './recover-attempt.js';
 import { requestRemoteCancel } from './remote-cancel.js';
@@ -43,6 +44,8 @@ export interface ActionSession {
   cancel: { asked: boolean; runId?: string };
   /** Whether intake answered `/frognano use` (only after the permission check). */
   readonly used: boolean;
+  /** Whether intake answered `/frognano ci` (only after the permission and ownership checks). */
+  readonly ciAnswered: boolean;
   close(): Promise<void>;
 }
 
@@ -74,7 +77,12 @@ export async function openSession(d: SessionDeps): Promise<ActionSession> {
     dataDir: config.dataDir,
     gitBaseUrl: config.gitBaseUrl,
   });
-  const answered = { used: false };
+  const ci = actionCiHandler({
+    ...d,
+    dataDir: config.dataDir,
+    gitBaseUrl: config.gitBaseUrl,
+  });
+  const answered = { used: false, ci: false };
   const intake = new Intake({
     queue,
     auth: () => d.github.client(),
@@ -87,6 +95,10 @@ export async function openSession(d: SessionDeps): Promise<ActionSession> {
       answered.used = true;
       return use(decision, octokit);
     },
+    onCi: async (decision, octokit) => {
+      answered.ci = true;
+      return ci(decision, octokit);
+    },
   });
   return {
     queue,
@@ -97,6 +109,9 @@ export async function openSession(d: SessionDeps): Promise<ActionSession> {
     cancel,
     get used() {
       return answered.used;
+    },
+    get ciAnswered() {
+      return answered.ci;
     },
     async close() {
       await intake.stop();

@@ -72,6 +72,7 @@ function answerOutcome(session: ActionSession, decision: AcceptedTrigger): strin
     return session.cancel.runId ? 'cancel_requested' : 'nothing_to_cancel';
   }
   if (decision.kind === 'use' && session.used) return 'use_answered';
+  if (decision.kind === 'ci' && session.ciAnswered) return 'ci_answered';
   return 'refused';
 }
 

@@ -59,6 +59,11 @@ export interface IntakeDeps {
     decision: Extract<AcceptedTrigger, { kind: 'use' }>,
     octokit: GitHubClient,
   ) => Promise<string>;
+  /** `/frognano ci` from a permitted sender on our pull request: pushes, returns the reply (ci-commit.ts). */
+  onCi?: (
+    decision: Extract<AcceptedTrigger, { kind: 'ci' }>,
+    octokit: GitHubClient,
+  ) => Promise<string>;
 }
 
 /** A GitHub write waiting for its turn. */
@@ -241,11 +246,11 @@ export class Intake {
       });
       return false;
     }
-    if (decision.kind === 'run' && decision.source === 'review') {
-      // A follow-up only on a pull request this App opened (follow-up.ts).
+    if ((decision.kind === 'run' && decision.source === 'review') || decision.kind === 'ci') {
+      // A follow-up or a CI commit only on a pull request this App opened (follow-up.ts).
       const own = await ownPullRequest(octokit, queue, decision);
       if (!own.ours) {
-        log.info({ deliveryId, key }, 'follow-up refused: not our pull request');
+        log.info({ deliveryId, key, kind: decision.kind }, 'refused: not our pull request');
         await this.#discardHeld(held);
         this.#write({
           kind: 'comment',
@@ -270,6 +275,9 @@ export class Intake {
         return this.#cancel(decision);
       case 'use':
         await this.#use(decision, deciding.octokit);
+        return undefined;
+      case 'ci':
+        await this.#ci(decision, deciding.octokit);
         return undefined;
       default:
         return this.#run({ ...deciding, decision });
@@ -342,6 +350,18 @@ export class Intake {
     const reply = this.deps.onUse
       ? await this.deps.onUse(decision, octokit)
       : '`/frognano use` is not available on this server.';
+    this.#write({ kind: 'comment', target: decision, body: `@${decision.sender.login}, ${reply}` });
+  }
+
+  /** `/frognano ci`: the empty commit pushed by the publishing side (or why not), answered. */
+  async #ci(
+    decision: Extract<AcceptedTrigger, { kind: 'ci' }>,
+    octokit: GitHubClient,
+  ): Promise<void> {
+    this.#write({ kind: 'reaction', target: decision });
+    const reply = this.deps.onCi
+      ? await this.deps.onCi(decision, octokit)
+      : '`/frognano ci` is not available on this server.';
     this.#write({ kind: 'comment', target: decision, body: `@${decision.sender.login}, ${reply}` });
   }
 

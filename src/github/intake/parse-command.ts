@@ -7,11 +7,12 @@ export function isBot(user: { login: string; type?: string | undefined }): boole
 export type Command =
   | { verb: 'retry'; guidance?: string; attempts?: number }
   | { verb: 'cancel' }
-  | { verb: 'use'; attempt: number | undefined };
+  | { verb: 'use'; attempt: number | undefined }
+  | { verb: 'ci' };
 
 /**
  * A command is the whole comment: its first line is `/frognano retry [xN] [guidance]`, exactly
- * `/frognano cancel`, or `/frognano use K` (on the bot's pull request). Retry guidance may continue on the following lines; `xN` (N from
+ * `/frognano cancel`, exactly `/frognano ci`, or `/frognano use K` (on the bot's pull request). Retry guidance may continue on the following lines; `xN` (N from
  * 1 to 8, right after `retry`) asks for N parallel attempts. A command quoted in a reply, buried in prose or glued to other words
  * (`/frognano retrying`) is not a command.
  *
@@ -22,11 +23,12 @@ export type Command =
  */
 export function parseCommand(body: string): Command | undefined {
   const text = body.replace(/\r\n?/g, '\n').trim();
-  const m = /^\/frognano[ \t]+(retry|cancel|use)(?=$|[ \t\n])([\s\S]*)$/i.exec(text);
+  const m = /^\/frognano[ \t]+(retry|cancel|use|ci)(?=$|[ \t\n])([\s\S]*)$/i.exec(text);
   if (!m) return undefined;
   const verb = (m[1] ?? '').toLowerCase();
   const rest = (m[2] ?? '').trim();
   if (verb === 'cancel') return rest === '' ? { verb: 'cancel' } : undefined;
+  if (verb === 'ci') return rest === '' ? { verb: 'ci' } : undefined;
   if (verb === 'use') {
     if (rest !== '' && !/^[-+]?[.\d]/.test(rest)) return undefined;
     return { verb: 'use', attempt: /^[-+]?\d+$/.test(rest) ? Number(rest) : undefined };

@@ -70,7 +70,8 @@ export const PullRequestCommentPayload = z.object({
 export type ReviewCommand =
   | { verb: 'feedback'; text: string }
   | { verb: 'cancel' }
-  | { verb: 'use'; attempt: number | undefined };
+  | { verb: 'use'; attempt: number | undefined }
+  | { verb: 'ci' };
 
 /**
  * `/frognano` at the very start, then the feedback (possibly none: the review threads may say
@@ -85,10 +86,13 @@ export function parseReviewCommand(body: string): ReviewCommand | undefined {
   return { verb: 'feedback', text: rest };
 }
 
-/** `/frognano use K` wherever it is written on the pull request (a bad K too), else the rest. */
+/**
+ * `/frognano use K` (a bad K too) or `/frognano ci` wherever it is written on the pull request,
+ * else the rest.
+ */
 function readCommand(body: string): ReviewCommand | undefined {
-  const use = parseCommand(body);
-  return use?.verb === 'use' ? use : parseReviewCommand(body);
+  const command = parseCommand(body);
+  return command?.verb === 'use' || command?.verb === 'ci' ? command : parseReviewCommand(body);
 }
 
 /** The decision for a PR event, or undefined when the event is not one of ours. */
@@ -175,8 +179,9 @@ function gatePull(
     pullRequest: true,
   };
   if (command.verb === 'cancel') return { kind: 'cancel', ...target };
-  // Closed or not ours: use-attempt.ts answers that itself.
+  // Closed or not ours: use-attempt.ts and ci-commit.ts answer that themselves.
   if (command.verb === 'use') return { kind: 'use', attempt: command.attempt, ...target };
+  if (command.verb === 'ci') return { kind: 'ci', ...target };
   if (pull.locked) return { kind: 'refuse', reason: 'locked', ...target };
   if (pull.state === 'closed') return { kind: 'refuse', reason: 'closed', ...target };
   return {

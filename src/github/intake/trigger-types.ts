@@ -46,6 +46,8 @@ export type TriggerDecision =
    * undefined when K is not a whole number (refused with the valid range by use-attempt.ts).
    */
   | ({ kind: 'use'; attempt: number | undefined } & TriggerTarget)
+  /** `/frognano ci` on a pull request: one empty commit without `[skip ci]` (ci-commit.ts). */
+  | ({ kind: 'ci' } & TriggerTarget)
   | ({ kind: 'refuse'; reason: 'closed' | 'locked' } & TriggerTarget);
 
 /** A trigger intake acts on: everything but what is ignored. */

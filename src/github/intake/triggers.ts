@@ -87,6 +87,9 @@ export function decideTrigger(
     if (!command) return { kind: 'ignore', reason: 'not a command' };
     if (isBot(p.comment.user)) return { kind: 'ignore', reason: 'comment by a bot' };
     if (command.verb === 'use') return gateUse(p, command.attempt);
+    // On a pull request `ci` was read above (review-triggers.ts); on an issue it means nothing
+    // and must never fall through to a retry.
+    if (command.verb === 'ci') return { kind: 'ignore', reason: '`ci` on an issue' };
     const wanted =
       command.verb === 'cancel'
         ? ({ kind: 'cancel' } as const)

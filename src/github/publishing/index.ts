@@ -1,5 +1,7 @@
 // The publishing room's door: a run's change becomes a pushed branch and a draft pull request
-// (or a follow-up commit on it), its body the evidence; `/frognano use K` republishes an attempt.
+// (or a follow-up commit on it), its body the evidence; `/frognano use K` republishes an attempt;
+// `/frognano ci` pushes an empty commit so the repository's workflows run.
+export { ciCommandHandler, ciFailedReply, ciReply, pushCiCommit } from './ci-commit.js';
 export {
   notOursLine,
   ownPullRequest,

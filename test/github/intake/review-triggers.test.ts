@@ -121,6 +121,38 @@ describe('decideTrigger on pull requests', () => {
     ).toMatchObject({ kind: 'run', review: { feedback: 'use a loop' } });
   });
 
+  it('/frognano ci in a PR comment, a review body or an inline comment is ci, not feedback', () => {
+    expect(
+      decideTrigger(
+        'issue_comment',
+        pullCommentPayload({ sender: maintainer, body: '/frognano ci' }),
+        options,
+      ),
+    ).toMatchObject({ kind: 'ci', issueNumber: 7, commentId: 4242, pullRequest: true });
+    expect(
+      decideTrigger(
+        'pull_request_review',
+        reviewPayload({ sender: maintainer, body: '/frognano CI' }),
+        options,
+      ),
+    ).toMatchObject({ kind: 'ci', issueNumber: 7, sender: maintainer });
+    expect(
+      decideTrigger(
+        'pull_request_review_comment',
+        reviewCommentPayload({ sender: maintainer, body: '/frognano ci', commentId: 77 }),
+        options,
+      ),
+    ).toMatchObject({ kind: 'ci', commentId: 77, commentKind: 'review_comment' });
+    // Anything after `ci` is feedback for a follow-up, as any other words are.
+    expect(
+      decideTrigger(
+        'issue_comment',
+        pullCommentPayload({ sender: maintainer, body: '/frognano ci please' }),
+        options,
+      ),
+    ).toMatchObject({ kind: 'run', review: { feedback: 'ci please' } });
+  });
+
   it('a PR comment is a follow-up or a cancel; an issue comment stays an issue command', () => {
     expect(
       decideTrigger(

@@ -33,6 +33,8 @@ describe('parseCommand', () => {
     ['/frognano use 1 2', { verb: 'use' }],
     ['/frognano use 2 please', { verb: 'use' }],
     ['/frognano use', { verb: 'use' }],
+    ['/frognano ci', { verb: 'ci' }],
+    ['  /frognano CI \r\n', { verb: 'ci' }],
   ])('parses %j', (body, expected) => {
     expect(parseCommand(body)).toEqual(expected);
   });
@@ -50,8 +52,19 @@ describe('parseCommand', () => {
     // Words after `use` are feedback on a pull request ("use the project's style").
     '/frognano use two',
     '/frognano used 2',
+    // `ci` is the whole comment: anything after it is not the command.
+    '/frognano ci please',
+    '/frognano cial',
+    '> /frognano ci',
   ])('does not treat %j as a command', (body) => {
     expect(parseCommand(body)).toBeUndefined();
+  });
+});
+
+describe('decideTrigger: /frognano ci', () => {
+  it('on an issue is never read as a retry', () => {
+    const d = decideTrigger('issue_comment', commentPayload({ body: '/frognano ci' }), opts);
+    expect(d).toMatchObject({ kind: 'ignore' });
   });
 });
 

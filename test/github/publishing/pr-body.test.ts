@@ -212,6 +212,7 @@ describe('renderPrBody', () => {
     expect(body).toContain('Fixes #9.');
     expect(body).toContain('not safety-aligned');
     expect(body).toContain('Its commit says `[skip ci]`');
+    expect(body).toContain('comment `/frognano ci` to push one empty commit that runs them');
     expect(body).toContain('| after | passed (exit 0)');
     expect(body).toContain('rows omitted');
     expect(body).toContain('more files');
