@@ -40,7 +40,7 @@ describe('frognano env', () => {
       source: 'auto',
       ecosystems: [],
       commands: [],
-      network: 'none',
+      network: 'registries',
       allowed_hosts: [],
       blocked: [],
       tests_collected: 2,
@@ -63,7 +63,7 @@ describe('frognano env', () => {
     expect(run.out.join('\n')).toContain(
       "the tests cannot run here: import errors at collection: No module named 'frogdate'",
     );
-    expect(run.out).toContain('network: setup');
+    expect(run.out).toContain('network: registries');
   });
 
   it('refuses bad input with one line (exit 2)', async () => {

@@ -71,7 +71,7 @@ describe('a file fetched from another repository', () => {
   it.each([
     [
       `${secret}\n`,
-      'acme/private-infra:deploy/passphrase.yml, line 1: must be a mapping of keys (image, setup, test, network, instructions, instructions_files, max_steps, timeout_minutes, attempts, blocked_paths, _extends) to values',
+      'acme/private-infra:deploy/passphrase.yml, line 1: must be a mapping of keys (image, setup, test, network, network_allow, instructions, instructions_files, max_steps, timeout_minutes, attempts, blocked_paths, _extends) to values',
     ],
     [
       `# deploy\nimage: "${secret} x"\n`,
@@ -87,7 +87,7 @@ describe('a file fetched from another repository', () => {
     ],
     [
       `${secret}: yes\n`,
-      'acme/private-infra:deploy/passphrase.yml, line 1: an unknown key (expected one of: image, setup, test, network, instructions, instructions_files, max_steps, timeout_minutes, attempts, blocked_paths, _extends)',
+      'acme/private-infra:deploy/passphrase.yml, line 1: an unknown key (expected one of: image, setup, test, network, network_allow, instructions, instructions_files, max_steps, timeout_minutes, attempts, blocked_paths, _extends)',
     ],
     [
       // The parser would say "Invalid escape sequence \q": its words can quote the file.

@@ -70,7 +70,7 @@ export function configSnippet(result: RunResult): string {
         : '  - "pip install -r requirements.txt" # what the tests need',
     );
   }
-  const network = env?.network === undefined || env.network === 'none' ? 'setup' : env.network;
+  const network = env?.network === undefined || env.network === 'none' ? 'registries' : env.network;
   lines.push(`network: ${network}`);
   if (result.testCommand) lines.push(`test: ${JSON.stringify(result.testCommand.command)}`);
   return lines.join('\n');

@@ -93,7 +93,7 @@ describe('the Environment section', () => {
     expect(problemAt).toBeLessThan(text.indexOf('Fixes #7'));
     expect(text).toContain('```yaml\n# .github/frognano.yml\nsetup:\n');
     expect(text).toContain('# the packages that provide: dateutil');
-    expect(text).toContain('network: setup');
+    expect(text).toContain('network: registries');
     expect(text).toContain('**Inconclusive: the tests could not run in this environment**');
     expect(text).not.toContain('The tests do not pass after the change');
     expect(text).toContain("import errors at collection: `No module named 'dateutil'`");
