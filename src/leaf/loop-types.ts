@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Model } from './model.js';
 import type { StopReason } from './protocol.js';
 import type { Sandbox } from './sandbox.js';
-import type { SandboxRecovery, Trajectory } from './trajectory.js';
+import type { SandboxRecovery, Trajectory, TrajectoryEnvironment } from './trajectory.js';
 
 export interface LeafStepProgress {
   /** 1-based count of model queries so far (for "step n/max" lines). */
@@ -39,6 +39,8 @@ export interface LeafRunOptions {
   trajectoryId?: string;
   onStep?: (progress: LeafStepProgress) => void;
   logger?: Logger;
+  /** Recorded in the trajectory as `environment` (never sent to the model). */
+  environment?: TrajectoryEnvironment;
 }
 
 export interface LeafStepSummary {

@@ -24,6 +24,7 @@ import { patchReadings } from './phases/read-patch.js';
 import { verifyEach } from './phases/verify-after.js';
 import { checkPolicies } from './phases/policy.js';
 import { judge, select } from './phases/select.js';
+import { trajectoryEnvironment } from './trajectory-environment.js';
 
 export type { PipelineDeps };
 export { DEFAULT_TIMEOUT_MINUTES } from './repo-config.js';
@@ -100,6 +101,7 @@ async function phases(run: RunContext, made: RunPieces): Promise<Failure | undef
     trajectories,
     modelFor,
     verifier.early,
+    trajectoryEnvironment(setup.facts.environment, setup.facts.egress),
   );
   made.firstAttempt = attempts[0]!;
   if (attempts.every((a) => a.failure)) return attempts[0]!.failure;

@@ -134,6 +134,20 @@ describeDocker('automatic setup in the Docker sandbox', () => {
       runnable: true,
     });
     expect(first.environment!.seconds).toBeGreaterThan(0);
+    // The trajectory carries the same facts.
+    expect(JSON.parse(readFileSync(first.trajectoryPath!, 'utf8')).environment).toMatchObject({
+      source: 'auto',
+      commands: [
+        { from: 'automatic setup: one venv for the project' },
+        { command: "pip install -r 'requirements.txt'", from: 'requirements.txt' },
+      ],
+      network: 'open',
+      tests_collected: 3,
+      import_errors: [],
+      snapshot: 'miss',
+      runnable: true,
+      problem: null,
+    });
     expect(index.requests).toContain('/files/frogdate-1.0-py3-none-any.whl');
     // The agent's plain python3 is the venv's, with the package; so are pip and pytest.
     const seen = readFileSync(first.trajectoryPath!, 'utf8');
@@ -188,5 +202,12 @@ describeDocker('automatic setup in the Docker sandbox', () => {
       problem: "import errors at collection: No module named 'frogdate'",
     });
     expect(result.environment!.notes.join('\n')).toContain('automatic setup did not run');
+    expect(JSON.parse(readFileSync(result.trajectoryPath!, 'utf8')).environment).toMatchObject({
+      network: 'none',
+      tests_collected: 0,
+      import_errors: ["No module named 'frogdate'"],
+      runnable: false,
+      problem: "import errors at collection: No module named 'frogdate'",
+    });
   });
 });
