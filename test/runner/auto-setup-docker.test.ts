@@ -183,6 +183,24 @@ describeDocker('automatic setup in the Docker sandbox', () => {
     const third = await run(repo.dir, 'changed', [finalAnswer('nothing')]);
     expect(third.snapshotHit).toBe(false);
     expect(third.environment).toMatchObject({ snapshot: 'miss', runnable: true });
+
+    // A reused environment is judged by the "before" run of today's tree (no collection of its
+    // own): a new test that imports what is not installed makes it one the tests cannot run in.
+    commit(
+      repo.dir,
+      'test_more.py',
+      'import nosuchmod\n\n\ndef test_more():\n    pass\n',
+      'fourth',
+    );
+    const fourth = await run(repo.dir, 'hit-broken', [finalAnswer('nothing')]);
+    expect(fourth.snapshotHit).toBe(true);
+    expect(fourth.environment).toMatchObject({
+      snapshot: 'hit',
+      testsCollected: 3,
+      importErrors: ["No module named 'nosuchmod'"],
+      runnable: false,
+      problem: "import errors at collection: No module named 'nosuchmod'",
+    });
   }, 400_000);
 
   it('without a network for setup, says the tests cannot run here and why', async () => {
