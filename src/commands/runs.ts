@@ -9,7 +9,7 @@ import { openQueue, loadQueueConfig } from '../queue/open-queue.js';
 import type { RunState } from '../queue/queue.js';
 import { runArtifacts } from '../queue/read-run-artifact.js';
 import type { Queue } from '../queue/types.js';
-import type { RunResult, TestResult } from '../runner/run-types.js';
+import type { EnvironmentFacts, RunResult, TestResult } from '../runner/run-types.js';
 import { testPassed } from '../runner/test-report.js';
 import { queueRunListing, readRunRecord, runPageUrl, type RunSummary } from '../web/index.js';
 import { UsageError } from './solve-options.js';
@@ -164,7 +164,7 @@ export async function runsShowCommand(
         'tests',
         `before ${testWords(result.verifyBefore)} → after ${testWords(result.verifyAfter)}${result.environment?.runnable === false ? ' (inconclusive)' : ''}`,
       ]);
-      if (result.environment) lines.push(['environment', clean(environmentWords(result))]);
+      lines.push(...environmentRows(result));
       lines.push(['files changed', result.filesChanged.map(clean).join(', ') || 'none']);
       lines.push([
         'tokens',
@@ -183,19 +183,54 @@ export async function runsShowCommand(
   }
 }
 
-/** The environment on one line: where setup came from, what was collected, what is wrong. */
-function environmentWords(result: RunResult): string {
-  const env = result.environment!;
-  const setup =
+/**
+ * The Environment section's facts (issue 25), one row each: how the environment was made, what
+ * did not work, setup's network, and why the tests could not run there.
+ */
+function environmentRows(result: RunResult): [string, string][] {
+  const env = result.environment;
+  if (!env) return [];
+  const rows: [string, string][] = [['environment', clean(environmentWords(env))]];
+  for (const f of env.failed) rows.push(['did not work', clean(`${f.candidate}: ${f.reason}`)]);
+  for (const note of env.notes) rows.push(['note', clean(note)]);
+  const egress = result.egress;
+  if (egress) {
+    const allowed = egress.allowedHosts.length
+      ? `; allowed: ${egress.allowedHosts.join(', ')}`
+      : '';
+    const blocked = egress.blocked.length
+      ? `; blocked: ${egress.blocked.map((b) => `${b.host}:${b.port} ×${b.count} (${b.reason})`).join(', ')}`
+      : '';
+    const capped = egress.cappedFrom ? ` (asked ${egress.cappedFrom}, capped by the operator)` : '';
+    rows.push(['setup network', clean(`${egress.mode}${capped}${allowed}${blocked}`)]);
+  }
+  if (env.problem)
+    rows.push(['problem', clean(`the tests could not run in this environment: ${env.problem}`)]);
+  return rows;
+}
+
+/** Where the environment came from, the snapshot, and what the test command collected in it. */
+function environmentWords(env: EnvironmentFacts): string {
+  const took = env.seconds !== undefined ? ` (${env.seconds}s)` : '';
+  const ecosystems = env.ecosystems.length ? ` (${env.ecosystems.join(', ')})` : '';
+  const made =
     env.snapshot === 'hit'
       ? 'reused (snapshot)'
-      : `${env.source}${env.commands.length > 0 ? `: ${env.commands.map((c) => c.command).join('; ')}` : ''}${env.seconds !== undefined ? ` (${env.seconds}s)` : ''}`;
+      : env.source === 'none'
+        ? 'none'
+        : env.source === 'config'
+          ? `.github/frognano.yml: ${env.commands.map((c) => c.command).join('; ')}${took}`
+          : `automatic${ecosystems}: ${
+              env.commands
+                .filter((c) => !c.from.startsWith('automatic setup'))
+                .map((c) => `${c.command} (from ${c.from})`)
+                .join('; ') || 'nothing installed'
+            }${took}`;
+  const snapshot = env.snapshot === 'hit' ? '' : `, snapshot ${env.snapshot}`;
   const collected =
-    env.testsCollected !== undefined ? `, ${env.testsCollected} tests collected` : '';
-  const blocked = result.egress?.blocked.length
-    ? `, blocked ${result.egress.blocked.map((b) => `${b.host}:${b.port}×${b.count}`).join(' ')}`
-    : '';
-  return `${setup}${collected}${blocked}${env.problem ? `; the tests could not run: ${env.problem}` : ''}`;
+    env.testsCollected !== undefined ? `; ${env.testsCollected} tests collected` : '';
+  const errors = env.importErrors.length ? `; import errors: ${env.importErrors.join('; ')}` : '';
+  return `${made}${snapshot}${collected}${errors}`;
 }
 
 function testWords(test: TestResult | undefined): string {

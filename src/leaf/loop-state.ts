@@ -14,7 +14,12 @@ import {
   type StopReason,
 } from './protocol.js';
 import type { Sandbox } from './sandbox.js';
-import { TrajectoryRecorder, type SandboxRecovery, type Trajectory } from './trajectory.js';
+import {
+  TrajectoryRecorder,
+  type SandboxRecovery,
+  type Trajectory,
+  type TrajectoryEnvironment,
+} from './trajectory.js';
 
 export interface LeafStepProgress {
   /** 1-based count of model queries so far (for "step n/max" lines). */
@@ -50,6 +55,8 @@ export interface LeafRunOptions {
   trajectoryId?: string;
   onStep?: (progress: LeafStepProgress) => void;
   logger?: Logger;
+  /** Recorded in the trajectory as `environment` (never sent to the model). */
+  environment?: TrajectoryEnvironment;
 }
 
 export interface LeafStepSummary {

@@ -48,6 +48,7 @@ export function trajectoryTail(
       : {}),
     patch_error: extra.patchError,
     sandbox_recoveries: state.recoveries.map((recovery) => ({ ...recovery })),
+    ...(state.options.environment ? { environment: state.options.environment } : {}),
   };
 }
 

@@ -119,6 +119,38 @@ export const SandboxRecovery = z.object({
 });
 export type SandboxRecovery = z.infer<typeof SandboxRecovery>;
 
+/**
+ * Ours: the environment the agent worked in (issue 25), as the pull request's Environment section
+ * and `frognano runs show` tell it: where setup came from, its network, what the test command
+ * collected. Filled by the runner; the Leaf loop only records it.
+ */
+export const TrajectoryEnvironment = z.object({
+  /** `auto`: detected from the project's files; `config`: the `setup` key; `none`. */
+  source: z.enum(['auto', 'config', 'none']),
+  ecosystems: z.array(z.string()),
+  /** The commands that made the environment, each with the file it came from. */
+  commands: z.array(z.object({ command: z.string(), from: z.string() })),
+  /** Automatic setup's candidates that did not work, and why. */
+  failed: z.array(z.object({ candidate: z.string(), reason: z.string() })),
+  notes: z.array(z.string()),
+  /** Setup's wall time; null when it did not run (none, or reused from a snapshot). */
+  seconds: z.number().nullable(),
+  /** Setup's network mode (`none`, `registries`, `open`). */
+  network: z.string(),
+  allowed_hosts: z.array(z.string()),
+  blocked: z.array(
+    z.object({ host: z.string(), port: z.number(), count: z.number(), reason: z.string() }),
+  ),
+  /** What the test command collected before the change (null: it has no collection). */
+  tests_collected: z.number().nullable(),
+  import_errors: z.array(z.string()),
+  snapshot: z.enum(['hit', 'miss', 'none']),
+  /** False: the tests could not run there, and the verdict is inconclusive. */
+  runnable: z.boolean(),
+  problem: z.string().nullable(),
+});
+export type TrajectoryEnvironment = z.infer<typeof TrajectoryEnvironment>;
+
 export const Trajectory = z.object({
   trajectory_format: z.literal(TRAJECTORY_FORMAT),
   trajectory_id: z.string(),
@@ -158,6 +190,8 @@ export const Trajectory = z.object({
   model_wait_sec: z.number().optional(),
   /** Each time the sandbox was lost: rebuilt and replayed, or not (absent before issue 26). */
   sandbox_recoveries: z.array(SandboxRecovery).optional(),
+  /** The environment the agent worked in (absent before issue 25, and outside the pipeline). */
+  environment: TrajectoryEnvironment.optional(),
 });
 export type Trajectory = z.infer<typeof Trajectory>;
 

@@ -15,7 +15,7 @@ import {
 import type { RunRequest, RunResult } from './run-types.js';
 import { clone } from './phases/clone.js';
 import { configure } from './phases/config.js';
-import { setUp } from './phases/setup.js';
+import { judgeReusedEnvironment, setUp } from './phases/setup.js';
 import { verifyBefore } from './phases/verify-before.js';
 import { attemptSandboxes } from './phases/attempt-sandboxes.js';
 import { connectModel } from './phases/connect-model.js';
@@ -24,6 +24,7 @@ import { patchReadings } from './phases/read-patch.js';
 import { verifyEach } from './phases/verify-after.js';
 import { checkPolicies } from './phases/policy.js';
 import { judge, select } from './phases/select.js';
+import { trajectoryEnvironment } from './trajectory-environment.js';
 
 export type { PipelineDeps };
 export { DEFAULT_TIMEOUT_MINUTES } from './repo-config.js';
@@ -82,6 +83,14 @@ async function phases(run: RunContext, made: RunPieces): Promise<Failure | undef
   // verify-before: the test command on the original tree.
   const before = await verifyBefore(run, prepared, setup.sandbox);
   made.verifyBefore = before.facts;
+  if (setup.facts.snapshotHit && setup.facts.environment)
+    await judgeReusedEnvironment(
+      run,
+      prepared,
+      setup.sandbox,
+      setup.facts.environment,
+      before.facts.verifyBefore,
+    );
   if (before.failure) return before.failure;
 
   // agent: N Leaf loops at once, each in its own sandbox from the same prepared state, each
@@ -100,6 +109,7 @@ async function phases(run: RunContext, made: RunPieces): Promise<Failure | undef
     trajectories,
     modelFor,
     verifier.early,
+    trajectoryEnvironment(setup.facts.environment, setup.facts.egress),
   );
   made.firstAttempt = attempts[0]!;
   if (attempts.every((a) => a.failure)) return attempts[0]!.failure;

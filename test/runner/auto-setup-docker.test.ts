@@ -134,6 +134,20 @@ describeDocker('automatic setup in the Docker sandbox', () => {
       runnable: true,
     });
     expect(first.environment!.seconds).toBeGreaterThan(0);
+    // The trajectory carries the same facts.
+    expect(JSON.parse(readFileSync(first.trajectoryPath!, 'utf8')).environment).toMatchObject({
+      source: 'auto',
+      commands: [
+        { from: 'automatic setup: one venv for the project' },
+        { command: "pip install -r 'requirements.txt'", from: 'requirements.txt' },
+      ],
+      network: 'open',
+      tests_collected: 3,
+      import_errors: [],
+      snapshot: 'miss',
+      runnable: true,
+      problem: null,
+    });
     expect(index.requests).toContain('/files/frogdate-1.0-py3-none-any.whl');
     // The agent's plain python3 is the venv's, with the package; so are pip and pytest.
     const seen = readFileSync(first.trajectoryPath!, 'utf8');
@@ -169,6 +183,24 @@ describeDocker('automatic setup in the Docker sandbox', () => {
     const third = await run(repo.dir, 'changed', [finalAnswer('nothing')]);
     expect(third.snapshotHit).toBe(false);
     expect(third.environment).toMatchObject({ snapshot: 'miss', runnable: true });
+
+    // A reused environment is judged by the "before" run of today's tree (no collection of its
+    // own): a new test that imports what is not installed makes it one the tests cannot run in.
+    commit(
+      repo.dir,
+      'test_more.py',
+      'import nosuchmod\n\n\ndef test_more():\n    pass\n',
+      'fourth',
+    );
+    const fourth = await run(repo.dir, 'hit-broken', [finalAnswer('nothing')]);
+    expect(fourth.snapshotHit).toBe(true);
+    expect(fourth.environment).toMatchObject({
+      snapshot: 'hit',
+      testsCollected: 3,
+      importErrors: ["No module named 'nosuchmod'"],
+      runnable: false,
+      problem: "import errors at collection: No module named 'nosuchmod'",
+    });
   }, 400_000);
 
   it('without a network for setup, says the tests cannot run here and why', async () => {
@@ -188,5 +220,12 @@ describeDocker('automatic setup in the Docker sandbox', () => {
       problem: "import errors at collection: No module named 'frogdate'",
     });
     expect(result.environment!.notes.join('\n')).toContain('automatic setup did not run');
+    expect(JSON.parse(readFileSync(result.trajectoryPath!, 'utf8')).environment).toMatchObject({
+      network: 'none',
+      tests_collected: 0,
+      import_errors: ["No module named 'frogdate'"],
+      runnable: false,
+      problem: "import errors at collection: No module named 'frogdate'",
+    });
   });
 });

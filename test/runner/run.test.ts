@@ -213,6 +213,28 @@ describe('runPipeline with the local sandbox', () => {
     // The agent saw setup's output, but it is not part of the patch (nor is __pycache__).
     const trajectory = readFileSync(result.trajectoryPath!, 'utf8');
     expect(trajectory).toContain('one\\ntwo');
+    // The trajectory carries the environment facts, as the pull request and `runs show` do.
+    expect((JSON.parse(trajectory) as { environment?: unknown }).environment).toEqual({
+      source: 'config',
+      ecosystems: [],
+      commands: [
+        { command: 'echo one > setup-ran.txt', from: '.github/frognano.yml' },
+        { command: 'echo two >> setup-ran.txt', from: '.github/frognano.yml' },
+        { command: 'echo x > "odd [1]*?.txt"', from: '.github/frognano.yml' },
+      ],
+      failed: [],
+      notes: [],
+      seconds: expect.any(Number),
+      network: 'registries',
+      allowed_hosts: [],
+      blocked: [],
+      // The interpreter's full path is no pytest word for collection (the Docker tests have one).
+      tests_collected: null,
+      import_errors: [],
+      snapshot: 'none',
+      runnable: true,
+      problem: null,
+    });
     expect(result.filesChanged).toEqual(['calc.py']);
     expect(result.verifyBefore!.exitCode).toBe(1);
     expect(result.verifyAfter!.exitCode).toBe(0);

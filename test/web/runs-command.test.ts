@@ -138,6 +138,75 @@ describe('frognano runs', () => {
   });
 });
 
+describe('frognano runs show: the environment', () => {
+  let envDataDir = '';
+  let runId = '';
+  beforeAll(async () => {
+    envDataDir = mkdtempSync(path.join(tmpdir(), 'frognano-runs-env-'));
+    const queue = RunQueue.open<IssueJob>({ dataDir: envDataDir, concurrency: 1 });
+    const r = queue.enqueue({ key: 'octo/calc#4', job: job('calc', 4, 'needs dateutil') });
+    if (r.status !== 'queued') throw new Error(`not queued: ${r.status}`);
+    runId = r.run.id;
+    queue.claim();
+    const out = runOutDir(envDataDir, runId);
+    mkdirSync(out, { recursive: true });
+    const result = runResult({
+      runId,
+      environment: {
+        source: 'auto',
+        ecosystems: ['python'],
+        commands: [],
+        plan: [],
+        failed: [
+          {
+            candidate: 'project files',
+            reason: "pip install -r 'requirements.txt' (requirements.txt) failed with exit code 1",
+          },
+        ],
+        notes: [],
+        snapshot: 'miss',
+        seconds: 12.5,
+        network: 'registries',
+        testsCollected: 0,
+        importErrors: ["No module named 'dateutil'"],
+        runnable: false,
+        problem: "import errors at collection: No module named 'dateutil'",
+      },
+      egress: {
+        mode: 'registries',
+        allowedHosts: ['files.pythonhosted.org', 'pypi.org'],
+        blocked: [{ host: 'example.org', port: 443, count: 3, reason: 'not allowed' }],
+      },
+    });
+    await writeRunRecord(out, { model: 'frog-test', result });
+    queue.finish(runId, 'done', { outcome: 'pull_request' });
+    queue.close();
+  });
+  afterAll(() => rmSync(envDataDir, { recursive: true, force: true }));
+
+  it('carries the facts of the pull request: setup, network, blocked, collection, problem', async () => {
+    const { code, stdout } = await cli(['runs', 'show', runId], {
+      FROGNANO_DATA_DIR: envDataDir,
+    });
+    expect(code).toBe(0);
+    expect(stdout).toMatch(
+      /^tests\s+before fail \(exit 1\) → after pass \(exit 0\) \(inconclusive\)$/m,
+    );
+    expect(stdout).toMatch(
+      /^environment\s+automatic \(python\): nothing installed \(12\.5s\), snapshot miss; 0 tests collected; import errors: No module named 'dateutil'$/m,
+    );
+    expect(stdout).toMatch(
+      /^did not work\s+project files: pip install -r 'requirements\.txt' \(requirements\.txt\) failed with exit code 1$/m,
+    );
+    expect(stdout).toMatch(
+      /^setup network\s+registries; allowed: files\.pythonhosted\.org, pypi\.org; blocked: example\.org:443 ×3 \(not allowed\)$/m,
+    );
+    expect(stdout).toMatch(
+      /^problem\s+the tests could not run in this environment: import errors at collection: No module named 'dateutil'$/m,
+    );
+  });
+});
+
 describe('frognano runs with FROGNANO_REDIS_URL', () => {
   const REDIS_URL = process.env.FROGNANO_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
   const prefix = `fntest:${randomUUID()}`;

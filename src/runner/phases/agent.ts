@@ -10,6 +10,7 @@ import type { Model } from '../../leaf/model.js';
 import { ModelConfig } from '../../leaf/openai-model.js';
 import { DEFAULT_MAX_CONTEXT_TOKENS } from '../../leaf/protocol.js';
 import type { Sandbox } from '../../leaf/sandbox.js';
+import type { TrajectoryEnvironment } from '../../leaf/trajectory.js';
 import { errorText } from '../command-output.js';
 import { patchFiles as patchFilesOf } from '../patch-policy.js';
 import { limitOf, type Failure, type RunContext } from '../run-context.js';
@@ -65,12 +66,14 @@ export function runAttempts(
   trajectories: readonly string[],
   modelFor: (attempt: number) => Model,
   ended?: (attempt: Attempt) => void,
+  environment?: TrajectoryEnvironment,
 ): Promise<Attempt[]> {
   const count = sandboxes.length;
   const one = (sandbox: Promise<Sandbox | Failure>, i: number): Promise<Attempt> =>
     runAttempt(run, prepared, { number: i + 1, trajectoryPath: trajectories[i]!, sandbox }, count, {
       modelFor,
       ended,
+      environment,
     });
   return run.phase('agent', () => Promise.all(sandboxes.map(one)), {
     timeoutMs: prepared.timeoutMs,
@@ -92,6 +95,7 @@ async function runAttempt(
   loops: {
     modelFor: (attempt: number) => Model;
     ended: ((attempt: Attempt) => void) | undefined;
+    environment: TrajectoryEnvironment | undefined;
   },
 ): Promise<Attempt> {
   // As far as it got: a crash keeps what the attempt had.
@@ -116,7 +120,10 @@ async function runAttempt(
       }
       await excludeUntracked(sandbox, run.signal, run.log);
     }
-    Object.assign(attempt, await runLoop(run, prepared, attempt, sandbox, loops.modelFor, count));
+    Object.assign(
+      attempt,
+      await runLoop(run, prepared, attempt, sandbox, loops.modelFor, count, loops.environment),
+    );
     if (!attempt.failure) loops.ended?.(attempt);
   } catch (error) {
     if (count === 1) throw error;
@@ -138,6 +145,7 @@ async function runLoop(
   sandbox: Sandbox,
   modelFor: (attempt: number) => Model,
   count: number,
+  environment: TrajectoryEnvironment | undefined,
 ): Promise<Loop> {
   const { request, deps } = run;
   const modelConfig =
@@ -164,6 +172,7 @@ async function runLoop(
     logger: several ? run.log.child({ attempt: attempt.number }) : run.log,
     onStep: (step) =>
       run.report({ kind: 'step', ...step, ...(several ? { attempt: attempt.number } : {}) }),
+    ...(environment ? { environment } : {}),
   });
   const loop: Loop = { leaf, filesChanged: patchFilesOf(leaf.patch) };
   if (leaf.exitReason === 'cancelled')

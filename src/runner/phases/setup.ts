@@ -38,12 +38,17 @@ import {
   type RunContext,
 } from '../run-context.js';
 import { REPO_CONFIG_PATH } from '../repo-config.js';
-import type { EnvironmentFacts, RunPhase } from '../run-types.js';
+import type { EnvironmentFacts, RunPhase, TestResult } from '../run-types.js';
 import {
   finishAgentEnvironment,
   installAgentEnvironment,
 } from '../setup-plan/agent-environment.js';
-import { collectTests, collectionUsable, type Collection } from '../setup-plan/collection.js';
+import {
+  collectTests,
+  collectionCommand,
+  collectionUsable,
+  type Collection,
+} from '../setup-plan/collection.js';
 import { setupRuns } from '../setup-plan/planned-setup.js';
 import { collectionProblem, runAutoSetup } from './auto-setup.js';
 import type { EgressFacts } from '../../sandbox/egress-facts.js';
@@ -163,7 +168,9 @@ async function bringUpOn(
       };
     }
   }
-  if (probe && prepared.test) {
+  // A reused environment was proven when its snapshot was saved, for these same dependency
+  // files: today's tree is judged by its "before" run instead (judgeReusedEnvironment).
+  if (probe && prepared.test && !hit) {
     collection ??= await collectTests(sandbox, prepared.test.command, run.signal);
     judgeEnvironment(environment, collection);
   }
@@ -241,6 +248,29 @@ function startEnvironment(prepared: Prepared, hit: boolean): EnvironmentFacts {
   };
   if (planned.source === 'auto' && planned.skipped) environment.notes.push(planned.skipped);
   return environment;
+}
+
+/**
+ * A reused environment (a snapshot hit), judged after the "before" run of today's tree: its
+ * pytest report counts the tests, so no collection runs of its own (the reused path's one extra
+ * pytest start). Only when that run could not collect them all does the collection run, for
+ * the count and the import errors.
+ */
+export async function judgeReusedEnvironment(
+  run: RunContext,
+  prepared: Prepared,
+  sandbox: Sandbox,
+  environment: EnvironmentFacts,
+  before: TestResult | undefined,
+): Promise<void> {
+  const test = prepared.test;
+  if (!test || !collectionCommand(test.command)) return;
+  const report = before?.report;
+  if (report?.present && !report.collectionErrors && report.tests > 0) {
+    judgeEnvironment(environment, { tests: report.tests, importErrors: [], exitCode: 0 });
+    return;
+  }
+  judgeEnvironment(environment, await collectTests(sandbox, test.command, run.signal));
 }
 
 /** Collection's verdict on the environment: the tests can run, or why they cannot. */
