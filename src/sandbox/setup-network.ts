@@ -22,6 +22,9 @@ import { ownerLabels, type SandboxOwner } from './owner.js';
 export const LABEL_SETUP_NETWORK = 'frognano.setup-network';
 /** Every setup network's name starts so (a sandbox may join no other custom network). */
 export const SETUP_NETWORK_PREFIX = 'frognano-setup-';
+/** A setup network's bridge interface is `fns-<suffix>`, its firewall rules' comment this. */
+export const SETUP_BRIDGE_PREFIX = 'fns-';
+export const SETUP_RULE_COMMENT_PREFIX = 'frognano-setup-';
 
 const run = promisify(execFile);
 
@@ -50,7 +53,7 @@ export async function openSetupNetwork(options: SetupNetworkOptions): Promise<Se
   const { docker, runId, log } = options;
   const suffix = randomBytes(4).toString('hex');
   const name = `${SETUP_NETWORK_PREFIX}${runId}-${suffix}`.slice(0, 120);
-  const bridge = `fns-${suffix}`;
+  const bridge = `${SETUP_BRIDGE_PREFIX}${suffix}`;
   const network = await docker.createNetwork({
     Name: name,
     Driver: 'bridge',
@@ -83,7 +86,16 @@ export async function openSetupNetwork(options: SetupNetworkOptions): Promise<Se
     }
     const proxy = await startEgressProxy({ allow: options.allow, host, log });
     undo.push(() => proxy.close());
-    const firewalled = self ? false : await guardHost(bridge, host, proxy.port, undo, log);
+    const firewalled = self
+      ? false
+      : await guardHost(
+          bridge,
+          `${SETUP_RULE_COMMENT_PREFIX}${suffix}`,
+          host,
+          proxy.port,
+          undo,
+          log,
+        );
     let closing: Promise<void> | undefined;
     log.info(
       { network: name, proxy: proxy.url, firewalled, sibling: Boolean(self) },
@@ -133,15 +145,19 @@ export async function selfContainerId(docker: Docker): Promise<string | undefine
 /**
  * Keeps the bridge to the proxy: from its interface only the proxy's port on its address gets
  * into the host. Root only; elsewhere the operator's firewall must do it (README says how).
+ * The rules carry a comment naming the network's suffix: a process killed before it lifts them
+ * leaves them findable, and the reaper (reap-setup-firewall.ts) lifts them with its network.
  */
 async function guardHost(
   bridge: string,
+  comment: string,
   address: string,
   port: number,
   undo: (() => Promise<unknown>)[],
   log: Logger,
 ): Promise<boolean> {
-  const drop = ['INPUT', '-i', bridge, '-j', 'DROP'];
+  const tag = ['-m', 'comment', '--comment', comment];
+  const drop = ['INPUT', '-i', bridge, ...tag, '-j', 'DROP'];
   const accept = [
     'INPUT',
     '-i',
@@ -152,6 +168,7 @@ async function guardHost(
     address,
     '--dport',
     String(port),
+    ...tag,
     '-j',
     'ACCEPT',
   ];
