@@ -63,7 +63,9 @@ describeDocker(
     let image: string;
     let index: SimpleIndex;
     let gateway: string;
-    let bot: string | undefined;
+    let bot = '';
+    /** Every bot container started (a retry starts another). */
+    const bots: string[] = [];
     let botAddress: string;
 
     beforeAll(async () => {
@@ -80,7 +82,8 @@ describeDocker(
     }, 30 * 60_000);
 
     afterAll(async () => {
-      if (bot) execFileSync('docker', ['rm', '-f', '-v', bot], { stdio: 'ignore' });
+      for (const name of bots)
+        execFileSync('docker', ['rm', '-f', '-v', name], { stdio: 'ignore' });
       await index?.close();
       rmSync(root, { recursive: true, force: true });
     });
@@ -90,6 +93,7 @@ describeDocker(
       async () => {
         const socketGroup = String(statSync('/var/run/docker.sock').gid);
         bot = `frognano-test-app-${randomBytes(4).toString('hex')}`;
+        bots.push(bot);
         execFileSync('docker', [
           'run',
           '-d',
