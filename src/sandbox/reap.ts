@@ -1,6 +1,6 @@
 // Cleanup of what dead runs left behind (a killed worker, a power cut): containers
-// labelled as ours, attempt-base images of runs with several attempts, surplus snapshot images,
-// and run work directories. `frognano reap` runs it on demand; workers run it at start. Only
+// labelled as ours, attempt-base images of runs with several attempts, setup networks and their
+// host firewall rules, surplus snapshot images, and run work directories. `frognano reap` runs it on demand; workers run it at start. Only
 // things that are provably ours are touched: containers and attempt bases whose owner label is
 // this data directory's instance and whose owning process is provably gone (owner.ts),
 // directories by their run marker. Another instance's, a live `frognano solve`'s, and those
@@ -22,6 +22,7 @@ import {
 import { DEFAULT_SNAPSHOT_CAP, evictSnapshots } from './snapshot-cache.js';
 import { RUN_MARKER } from './run-marker.js';
 import { LABEL_SETUP_NETWORK } from './setup-network.js';
+import { reapSetupFirewall } from './reap-setup-firewall.js';
 
 export interface ReapOptions {
   /**
@@ -47,6 +48,8 @@ export interface ReapResult {
   workDirs: number;
   /** Setup networks of dead runs (set when there were any). */
   networks?: number;
+  /** Host firewall rules of setup networks that are gone (set when there were any). */
+  firewallRules?: number;
   /** Containers left alone: another instance's, no owner, or an owner still alive. */
   spared?: number;
 }
@@ -100,6 +103,10 @@ export async function reap(docker: Docker | undefined, options: ReapOptions): Pr
     result.attemptImages = await reapAttemptImages(docker, instance, live, keep, options.log);
   }
   if (docker) {
+    // After the networks: the rules of a network that is gone (any instance's: a rule outlives
+    // its network only when its process was killed).
+    const rules = await reapSetupFirewall(docker, options.log);
+    if (rules > 0) result.firewallRules = rules;
     const removed = await evictSnapshots(docker, {
       keep: options.snapshotCap ?? DEFAULT_SNAPSHOT_CAP,
     });

@@ -1,11 +1,15 @@
 // The network a `registries` setup runs on (issue 25): an internal Docker bridge (no route out)
-// on which the only thing to reach is the bot's egress proxy, listening on the bridge's gateway
-// address on the host. An internal bridge still lets its containers reach every service the
-// host has on a wildcard address (verified on this engine), so where the bot may change the
-// host's firewall (root, iptables) it drops everything from the bridge to the host but the
-// proxy's port. When the bot itself runs in a container of the same engine (its sandboxes are
-// siblings), the bot's container joins the network and the proxy listens on its address there.
-// The network carries the run and owner labels: the reaper removes one a dead run left.
+// on which the only thing to reach is the bot's egress proxy. When the bot runs on the host, the
+// proxy listens on the bridge's gateway address there; an internal bridge still lets its
+// containers reach every service the host has on a wildcard address (verified on this engine),
+// so where the bot may change the host's firewall (root, iptables) it drops everything from the
+// bridge to the host but the proxy's port. When the bot itself runs in a container of the same
+// engine (the App's image with the engine's socket; its sandboxes are siblings), the bridge gets
+// no host address at all (inhibit_ipv4: setup reaches nothing of the host) and the one thing on
+// it besides setup is a relay container (setup-relay.ts) that forwards to the proxy, which
+// listens on the bot's address on its own network: the bot's container never joins the setup
+// network, so setup reaches none of its other ports. The network carries the run and owner
+// labels: the reaper removes one a dead run left, and the firewall rules with it.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -17,11 +21,15 @@ import type { AllowList } from './egress-allow.js';
 import { startEgressProxy, type EgressProxy } from './egress-proxy.js';
 import { errorText } from './engine-error-text.js';
 import { ownerLabels, type SandboxOwner } from './owner.js';
+import { startSetupRelay } from './setup-relay.js';
 
 /** Marks a setup network (reap.ts removes the ones of dead runs). */
 export const LABEL_SETUP_NETWORK = 'frognano.setup-network';
 /** Every setup network's name starts so (a sandbox may join no other custom network). */
 export const SETUP_NETWORK_PREFIX = 'frognano-setup-';
+/** A setup network's bridge interface is `fns-<suffix>`, its firewall rules' comment this. */
+export const SETUP_BRIDGE_PREFIX = 'fns-';
+export const SETUP_RULE_COMMENT_PREFIX = 'frognano-setup-';
 
 const run = promisify(execFile);
 
@@ -39,8 +47,16 @@ export interface SetupNetwork {
   /** The Docker network the setup container starts on. */
   readonly name: string;
   readonly proxy: EgressProxy;
-  /** Whether the host firewall keeps the bridge to the proxy's port (false: not possible here). */
+  /** The proxy as setup reaches it (the relay's address when the bot runs in a container). */
+  readonly proxyUrl: string;
+  /**
+   * Whether setup reaches nothing but the proxy: the host firewall keeps the bridge to the
+   * proxy's port, or (bot in a container) the bridge has no host address and only the relay.
+   * False: not possible here (not root, no iptables).
+   */
   readonly firewalled: boolean;
+  /** Whether the bot runs in a container and setup reaches the proxy through a relay. */
+  readonly sibling: boolean;
   /** Stops the proxy, lifts the firewall rules, removes the network. Idempotent. */
   close(): Promise<void>;
 }
@@ -50,7 +66,11 @@ export async function openSetupNetwork(options: SetupNetworkOptions): Promise<Se
   const { docker, runId, log } = options;
   const suffix = randomBytes(4).toString('hex');
   const name = `${SETUP_NETWORK_PREFIX}${runId}-${suffix}`.slice(0, 120);
-  const bridge = `fns-${suffix}`;
+  const bridge = `${SETUP_BRIDGE_PREFIX}${suffix}`;
+  const selfId =
+    options.selfContainer === undefined ? await selfContainerId(docker) : options.selfContainer;
+  // A bot container on the host's network stack (--network host) is the host for this purpose.
+  const self = selfId ? await siblingOf(docker, selfId) : undefined;
   const network = await docker.createNetwork({
     Name: name,
     Driver: 'bridge',
@@ -63,7 +83,12 @@ export async function openSetupNetwork(options: SetupNetworkOptions): Promise<Se
     },
     Options: {
       'com.docker.network.bridge.name': bridge,
-      'com.docker.network.bridge.enable_icc': 'false',
+      // On the host: one setup container per network, and only the gateway to reach. As a
+      // sibling: no host address on the bridge (setup reaches nothing of the host), and the
+      // relay beside setup on it (the two must reach each other).
+      ...(self
+        ? { 'com.docker.network.bridge.inhibit_ipv4': 'true' }
+        : { 'com.docker.network.bridge.enable_icc': 'false' }),
     },
   });
   const undo: (() => Promise<unknown>)[] = [() => removeNetwork(docker, name)];
@@ -71,25 +96,53 @@ export async function openSetupNetwork(options: SetupNetworkOptions): Promise<Se
     for (const step of undo.reverse()) await step().catch((e: unknown) => warn(log, name, e));
   };
   try {
-    const self =
-      options.selfContainer === undefined ? await selfContainerId(docker) : options.selfContainer;
     let host: string;
     if (self) {
-      await network.connect({ Container: self });
-      undo.push(() => network.disconnect({ Container: self, Force: true }));
-      host = await addressOn(docker, self, name);
+      host = self.address;
     } else {
       host = await gatewayOf(network);
     }
     const proxy = await startEgressProxy({ allow: options.allow, host, log });
     undo.push(() => proxy.close());
-    const firewalled = self ? false : await guardHost(bridge, host, proxy.port, undo, log);
+    let proxyUrl = proxy.url;
+    let firewalled: boolean;
+    if (self) {
+      const relay = await startSetupRelay({
+        docker,
+        name: `${SETUP_NETWORK_PREFIX}relay-${suffix}`,
+        runId,
+        owner: options.owner,
+        image: self.image,
+        botNetwork: self.network,
+        setupNetwork: name,
+        target: { host, port: proxy.port },
+      });
+      undo.push(() => relay.close());
+      proxyUrl = relay.url;
+      firewalled = true;
+    } else {
+      firewalled = await guardHost(
+        bridge,
+        `${SETUP_RULE_COMMENT_PREFIX}${suffix}`,
+        host,
+        proxy.port,
+        undo,
+        log,
+      );
+    }
     let closing: Promise<void> | undefined;
     log.info(
-      { network: name, proxy: proxy.url, firewalled, sibling: Boolean(self) },
+      { network: name, proxy: proxyUrl, firewalled, sibling: Boolean(self) },
       'setup network up',
     );
-    return { name, proxy, firewalled, close: () => (closing ??= closeAll()) };
+    return {
+      name,
+      proxy,
+      proxyUrl,
+      firewalled,
+      sibling: Boolean(self),
+      close: () => (closing ??= closeAll()),
+    };
   } catch (error) {
     await closeAll();
     throw error;
@@ -105,11 +158,28 @@ async function gatewayOf(network: Docker.Network): Promise<string> {
   return gateway.replace(/\/\d+$/, '');
 }
 
-async function addressOn(docker: Docker, container: string, network: string): Promise<string> {
+interface Sibling {
+  /** The bot's image: the relay runs it. */
+  image: string;
+  /** A network of the bot's container with an address (the relay joins it). */
+  network: string;
+  /** The bot's address there: the proxy listens on it. */
+  address: string;
+}
+
+/** Where a relay reaches the bot's container, or undefined when it shares the host's network. */
+async function siblingOf(docker: Docker, container: string): Promise<Sibling | undefined> {
   const info = await docker.getContainer(container).inspect();
-  const address = info.NetworkSettings?.Networks?.[network]?.IPAddress;
-  if (!address) throw new Error(`the bot's container got no address on ${network}`);
-  return address;
+  if (info.HostConfig?.NetworkMode === 'host') return undefined;
+  const networks = Object.entries(info.NetworkSettings?.Networks ?? {}).filter(
+    ([name, settings]) => !name.startsWith(SETUP_NETWORK_PREFIX) && settings.IPAddress,
+  );
+  const [network, settings] = networks[0] ?? [];
+  if (!network || !settings?.IPAddress)
+    throw new Error(
+      `the bot's container ${container.slice(0, 12)} has no network address a setup relay could reach; run it on a bridge network (not --network none or container:)`,
+    );
+  return { image: info.Image, network, address: settings.IPAddress };
 }
 
 /**
@@ -133,15 +203,19 @@ export async function selfContainerId(docker: Docker): Promise<string | undefine
 /**
  * Keeps the bridge to the proxy: from its interface only the proxy's port on its address gets
  * into the host. Root only; elsewhere the operator's firewall must do it (README says how).
+ * The rules carry a comment naming the network's suffix: a process killed before it lifts them
+ * leaves them findable, and the reaper (reap-setup-firewall.ts) lifts them with its network.
  */
 async function guardHost(
   bridge: string,
+  comment: string,
   address: string,
   port: number,
   undo: (() => Promise<unknown>)[],
   log: Logger,
 ): Promise<boolean> {
-  const drop = ['INPUT', '-i', bridge, '-j', 'DROP'];
+  const tag = ['-m', 'comment', '--comment', comment];
+  const drop = ['INPUT', '-i', bridge, ...tag, '-j', 'DROP'];
   const accept = [
     'INPUT',
     '-i',
@@ -152,6 +226,7 @@ async function guardHost(
     address,
     '--dport',
     String(port),
+    ...tag,
     '-j',
     'ACCEPT',
   ];

@@ -77,7 +77,7 @@ export async function openSetupEgress(
       allow,
       log: run.log,
     });
-    Object.assign(env, proxyEnv(network.proxy.url), FAIL_FAST_ENV);
+    Object.assign(env, proxyEnv(network.proxyUrl), FAIL_FAST_ENV);
   }
   const facts = (): EgressFacts => ({
     ...(network ? network.proxy.facts() : { mode, allowedHosts: [], blocked: [] }),
