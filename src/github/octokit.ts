@@ -1,4 +1,6 @@
 // The one GitHub client type the github/ modules take: Probot's Octokit (throttling and retry on).
+// The App, the Action and `frognano doctor` all build on it, not on @octokit/rest, which it
+// contains (docs/development.md says why).
 import type { Logger } from 'pino';
 import { ProbotOctokit } from 'probot';
 

@@ -8,8 +8,9 @@
 //     character references that render as one of them (outside code);
 //   - link reference definitions (`[//]: # (hidden)`, a popular comment trick), wherever the
 //     parser finds one: inside `>` quotes and list items, with the title on the next line;
-//   - raw HTML, read as a browser reads it across the whole document: comments (unterminated
-//     ones run to the end), bogus comments (`<!x>`, `<?x>`), elements that do not render or
+//   - raw HTML, read as a browser reads it across the whole document (parse5's tokenizer, in
+//     raw-html-reader.ts): comments (unterminated ones run to the end), bogus comments (`<!x>`,
+//     `<?x>`), elements that do not render or
 //     render hidden (script/style/template/noscript/iframe/object/embed/svg/math, `hidden`,
 //     `aria-hidden="true"`, hiding styles) with everything inside them, Markdown and code
 //     included; the tags themselves go (attributes, titles and alt texts are tooltips at best)
@@ -30,6 +31,7 @@ import { fromMarkdown } from 'mdast-util-from-markdown';
 import { gfmFromMarkdown } from 'mdast-util-gfm';
 import { gfm } from 'micromark-extension-gfm';
 import { quadraticShape } from './quadratic-shapes.js';
+import { createRawHtmlReader, type RawHtmlReader } from './raw-html-reader.js';
 
 const INVISIBLE =
   // C0 controls except \t \n, DEL, C1 controls
@@ -60,43 +62,6 @@ function decodesToInvisible(entity: string): boolean {
   INVISIBLE_RE.lastIndex = 0;
   return INVISIBLE_RE.test(String.fromCodePoint(code));
 }
-
-const NEVER_RENDERED = [
-  'script',
-  'style',
-  'template',
-  'noscript',
-  'iframe',
-  'object',
-  'embed',
-  'svg',
-  'math',
-  'textarea',
-  'select',
-  'head',
-  'title',
-  // Every browser's stylesheet says `rp { display: none }` (ruby fallback); GitHub allows it.
-  'rp',
-];
-
-const VOID_ELEMENTS = [
-  'area',
-  'base',
-  'br',
-  'col',
-  'embed',
-  'hr',
-  'img',
-  'input',
-  'link',
-  'meta',
-  'source',
-  'track',
-  'wbr',
-];
-
-const HIDING_STYLE =
-  /(display\s*:\s*none|visibility\s*:\s*(hidden|collapse)|font-size\s*:\s*0(\.0*)?(px|em|rem|pt|%)?\s*(;|$|!)|opacity\s*:\s*0(\.0*)?\s*(;|$|!)|(width|height)\s*:\s*0(px)?\s*(;|$|!))/i;
 
 /**
  * The longest text read: GitHub's limit for an issue body or comment (65536), plus room for the
@@ -234,25 +199,12 @@ function applyEdits(source: string, edits: Edit[]): string {
   return out + source.slice(at);
 }
 
-/** Where raw HTML has left the browser's parser: a hidden region is open while not `text` or `hidden` is set. */
-interface HtmlState {
-  mode: 'text' | 'comment' | 'bogus' | 'tag';
-  /** The start of a tag whose `>` has not come yet. */
-  partialTag: string;
-  /** The outermost open hidden element, and how deep its own tag name is nested. */
-  hidden?: { name: string; depth: number };
-}
-
-function hiding(state: HtmlState): boolean {
-  return state.mode !== 'text' || state.hidden !== undefined;
-}
-
 function hiddenParts(source: string): Edit[] {
   const tree = fromMarkdown(source, {
     extensions: [gfm()],
     mdastExtensions: [gfmFromMarkdown()],
   });
-  const walk: Walk = { source, edits: [], literal: [], state: { mode: 'text', partialTag: '' } };
+  const walk: Walk = { source, edits: [], literal: [], html: createRawHtmlReader() };
   visitChildren(walk, tree);
   walk.edits.push(...outside(walk.literal, hiddenMath(source)));
   return walk.edits;
@@ -264,7 +216,7 @@ interface Walk {
   edits: Edit[];
   /** Code spans and code blocks render literally: math commands inside them show as written. */
   literal: { start: number; end: number }[];
-  state: HtmlState;
+  html: RawHtmlReader;
 }
 
 function range(node: Nodes): { start: number; end: number } {
@@ -281,10 +233,11 @@ function visitChildren(walk: Walk, node: Parent): void {
 
 function visit(walk: Walk, node: Nodes): void {
   if (node.type === 'html') {
-    remove(walk, node, withoutInvisibleEntities(readHtml(node.value, walk.state)));
+    const last = range(node).end >= walk.source.length;
+    remove(walk, node, withoutInvisibleEntities(walk.html.read(node.value, last)));
     return;
   }
-  if (hiding(walk.state)) {
+  if (walk.html.hiding()) {
     // Inside a hidden region: gone, unless raw HTML inside it may end the region.
     if ('children' in node && containsHtml(node)) visitChildren(walk, node);
     else remove(walk, node);
@@ -466,120 +419,8 @@ function mermaidComments(source: string, node: Extract<Nodes, { type: 'code' }>)
   return edits;
 }
 
-/**
- * Reads raw HTML the way a browser does, continuing from (and updating) `state`, which carries
- * an open comment, tag or hidden element over to the next piece of HTML in the document.
- * Returns the text that shows: what lies between tags, outside hidden regions.
- */
-function readHtml(html: string, state: HtmlState): string {
-  let out = '';
-  let i = 0;
-  while (i < html.length) {
-    if (state.mode === 'comment') {
-      const close = /--!?>/g;
-      close.lastIndex = i;
-      const m = close.exec(html);
-      if (!m) return out;
-      i = m.index + m[0].length;
-      state.mode = 'text';
-      continue;
-    }
-    if (state.mode === 'bogus' || state.mode === 'tag') {
-      const gt = tagEnd(html, i, state.mode === 'tag');
-      if (gt < 0) {
-        if (state.mode === 'tag') state.partialTag += html.slice(i);
-        return out;
-      }
-      const wasTag = state.mode === 'tag';
-      const tag = state.partialTag + html.slice(i, gt + 1);
-      state.mode = 'text';
-      state.partialTag = '';
-      i = gt + 1;
-      if (wasTag) out += readTag(tag, state);
-      continue;
-    }
-    const lt = html.indexOf('<', i);
-    if (!state.hidden) out += html.slice(i, lt < 0 ? html.length : lt);
-    if (lt < 0) break;
-    i = lt;
-    const next = html.slice(i, i + 6);
-    if (next.startsWith('<!--')) {
-      // `<!-->` and `<!--->` are complete, empty comments.
-      const empty = /^<!--(-?>)/.exec(next);
-      if (empty) i += 4 + (empty[1] ?? '').length;
-      else {
-        state.mode = 'comment';
-        i += 4;
-      }
-    } else if (/^<[!?]/.test(next) || /^<\/[^A-Za-z>]/.test(next)) {
-      state.mode = 'bogus';
-      i += 2;
-    } else if (/^<\/>/.test(next)) {
-      i += 3;
-    } else if (/^<\/?[A-Za-z]/.test(next)) {
-      state.mode = 'tag';
-    } else {
-      if (!state.hidden) out += '<';
-      i += 1;
-    }
-  }
-  return out;
-}
-
-/** The index of the `>` ending a tag (quoted attribute values may hold `>`), or -1. */
-function tagEnd(html: string, from: number, quotes: boolean): number {
-  if (!quotes) return html.indexOf('>', from);
-  let quote = '';
-  for (let i = from; i < html.length; i += 1) {
-    const c = html[i];
-    if (quote) {
-      if (c === quote) quote = '';
-    } else if (c === '"' || c === "'") {
-      // A quote opens a value only after `=`; elsewhere it is part of a name.
-      if (/=\s*$/.test(html.slice(Math.max(from, i - 40), i))) quote = c;
-    } else if (c === '>') {
-      return i;
-    }
-  }
-  return -1;
-}
-
-/** Applies one whole tag to `state`; returns the text it shows (`[image]` for an image). */
-function readTag(tag: string, state: HtmlState): string {
-  const m = /^<(\/?)([A-Za-z][A-Za-z0-9-]*)([\s\S]*?)\/?>$/.exec(tag);
-  if (!m) return '';
-  const closing = m[1] === '/';
-  const name = (m[2] ?? '').toLowerCase();
-  const attributes = m[3] ?? '';
-  const isVoid = VOID_ELEMENTS.includes(name);
-  if (state.hidden) {
-    if (name === state.hidden.name && !isVoid) {
-      state.hidden.depth += closing ? -1 : 1;
-      if (state.hidden.depth === 0) state.hidden = undefined;
-    }
-    return '';
-  }
-  if (closing) return '';
-  // `/>` does not close a non-void HTML element: `<div hidden/>` hides what follows it.
-  if (isHidden(name, attributes)) {
-    if (!isVoid) state.hidden = { name, depth: 1 };
-    return '';
-  }
-  return name === 'img' ? '[image]' : '';
-}
-
 function withoutInvisibleEntities(text: string): string {
   return text.replace(INVISIBLE_ENTITY_RE, (entity: string) =>
     decodesToInvisible(entity) ? '' : entity,
   );
-}
-
-function isHidden(tag: string, attributes: string): boolean {
-  if (NEVER_RENDERED.includes(tag)) return true;
-  if (/(^|\s)hidden(\s|=|$|\/)/i.test(attributes)) return true;
-  if (/aria-hidden\s*=\s*["']?true/i.test(attributes)) return true;
-  if (/^input$/i.test(tag) && /type\s*=\s*["']?hidden/i.test(attributes)) return true;
-  const style = /style\s*=\s*("([^"]*)"|'([^']*)'|([^\s>]+))/i.exec(attributes);
-  const css = style ? (style[2] ?? style[3] ?? style[4] ?? '') : '';
-  return HIDING_STYLE.test(css);
 }

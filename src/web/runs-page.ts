@@ -4,6 +4,8 @@
 // bound to a sealed cookie; cookies are HttpOnly and SameSite=Lax.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { exchangeWebFlowCode } from '@octokit/oauth-methods';
+import { request } from '@octokit/request';
 import type { Logger } from 'pino';
 import type { RunState } from '../queue/queue.js';
 import { cspHash, formatDuration, safeHref, text } from './html.js';
@@ -248,39 +250,52 @@ async function callback(
   ]);
 }
 
-/** The OAuth code traded for the user's token (undefined: GitHub refused it). */
+/**
+ * The OAuth code traded for the user's token (undefined: GitHub refused it), by
+ * @octokit/oauth-methods at the configured web base (github.com or the GHE host). A network
+ * failure or timeout throws, as a plain one-line error: Octokit's would carry the request body,
+ * client secret included, into the log.
+ */
 async function exchangeCode(
   ctx: Ctx,
   req: IncomingMessage,
   code: string,
 ): Promise<string | undefined> {
-  const tokenRes = await fetch(`${ctx.webBase}/login/oauth/access_token`, {
-    method: 'POST',
-    headers: {
-      accept: 'application/json',
-      'content-type': 'application/json',
-      'user-agent': 'frognano-bot',
-    },
-    body: JSON.stringify({
-      client_id: ctx.options.clientId,
-      client_secret: ctx.options.clientSecret,
-      code,
-      redirect_uri: `${origin(ctx, req)}/runs/callback`,
-    }),
-    signal: AbortSignal.timeout(10_000),
+  const oauthRequest = request.defaults({
+    // oauth-methods asks `/login/oauth/access_token` under this base (api.github.com → github.com).
+    baseUrl: ctx.webBase,
+    headers: { 'user-agent': 'frognano-bot' },
+    request: { signal: AbortSignal.timeout(10_000) },
   });
-  const tokenBody = (await tokenRes.json().catch(() => ({}))) as {
-    access_token?: string;
-    error?: string;
-  };
-  if (!tokenRes.ok || !tokenBody.access_token) {
+  try {
+    const { authentication } = await exchangeWebFlowCode({
+      clientType: 'oauth-app',
+      clientId: ctx.options.clientId,
+      clientSecret: ctx.options.clientSecret,
+      code,
+      redirectUrl: `${origin(ctx, req)}/runs/callback`,
+      request: oauthRequest,
+    });
+    if (authentication.token) return authentication.token;
+    ctx.options.log.warn({ status: 200 }, 'runs page: OAuth code exchange failed');
+    return undefined;
+  } catch (error) {
+    // A RequestError with a response: GitHub answered, and refused (an HTTP error, or `error`).
+    const response = (error as { response?: { status: number; data?: { error?: string } } })
+      .response;
+    const name = (error as Error).name;
+    if (!response && (name === 'HttpError' || name === 'AbortError')) {
+      throw new Error(
+        `runs page: the OAuth code exchange at ${ctx.webBase} did not answer (${(error as Error).message}); check the network and GHE_HOST`,
+      );
+    }
+    // Otherwise GitHub answered with a body that holds no token (not JSON, no `scope`).
     ctx.options.log.warn(
-      { status: tokenRes.status, error: tokenBody.error },
+      { status: response?.status ?? 200, error: response?.data?.error },
       'runs page: OAuth code exchange failed',
     );
     return undefined;
   }
-  return tokenBody.access_token;
 }
 
 async function logout(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Promise<void> {
