@@ -1,7 +1,7 @@
 // The GitHub App entry point: wiring only. The webhook handler verifies (Probot), filters
 // (triggers.ts) and records the delivery (queue); the run service (github/run-service.ts), the
 // same one `frognano action` runs, does the rest: intake, workers, publishing.
-import { Probot, run as runProbot, type ProbotOctokit } from 'probot';
+import { Probot, type ProbotOctokit } from 'probot';
 import type { Logger } from 'pino';
 import { loadProcessConfig } from './config.js';
 import { createLogger } from './log.js';
@@ -11,8 +11,9 @@ import type { Queue } from './queue/types.js';
 import { lockDataDir, type DataDirHalf } from './queue/data-dir-lock.js';
 import { startRetention } from './queue/retention.js';
 import { reapDeadRuns } from './sandbox/reap.js';
-import { AppConfigError, loadAppConfig, type AppConfig } from './github/app-config.js';
+import { loadAppConfig, type AppConfig } from './github/app-config.js';
 import { appIdentity } from './github/app-identity.js';
+import { startRegistration } from './github/app-registration.js';
 import type { Intake } from './github/intake/index.js';
 import type { IssueJob } from './github/job.js';
 import { KeyedLock } from './github/keyed-lock.js';
@@ -23,7 +24,6 @@ import { sharedThrottle, withSharedThrottle } from './github/shared-throttle.js'
 import { startWebhookServer } from './github/webhook-server.js';
 import type { RunPipelineFn, WorkerPool } from './runs/index.js';
 import { dataPaths } from './data-dir.js';
-import { freePort } from './free-port.js';
 
 export type AppMode = 'all' | 'serve' | 'worker';
 
@@ -79,17 +79,15 @@ export async function startApp(
   const config = options.config ?? loadAppConfig(env, options.cwd ?? process.cwd());
   const mode = options.mode ?? 'all';
   const log = options.log ?? createLogger({ level: env.LOG_LEVEL });
-  if (!config.credentials) return startRegistration(config, env, mode, log);
+  if (!config.credentials) {
+    const server = await startRegistration(config, env, mode === 'worker', log);
+    return { registering: true, ...server };
+  }
   const core = await openCore({ config, credentials: config.credentials, env, mode, log }, parts);
   const { intake, workers } = await startService(core, parts).catch(core.failStart);
+  const bodyTimeoutMs = parts.webhookBodyTimeoutMs;
   const web =
-    mode === 'worker'
-      ? undefined
-      : await startWebhookServer({
-          ...core,
-          intake,
-          bodyTimeoutMs: parts.webhookBodyTimeoutMs,
-        });
+    mode === 'worker' ? undefined : await startWebhookServer({ ...core, intake, bodyTimeoutMs });
   return {
     registering: false,
     url: web?.url,
@@ -104,34 +102,6 @@ export async function startApp(
       await intake.stop();
       await core.close();
     },
-  };
-}
-
-/** Without the App's credentials: Probot's manifest flow registers it (outside production). */
-async function startRegistration(
-  config: AppConfig,
-  env: NodeJS.ProcessEnv,
-  mode: AppMode,
-  log: Logger,
-): Promise<RunningApp> {
-  if (mode === 'worker') {
-    throw new AppConfigError([
-      'APP_ID and PRIVATE_KEY (or PRIVATE_KEY_PATH) must be set to run workers: run `frognano start` once to register the App (it writes them to .env), or set them from the App settings',
-    ]);
-  }
-  // Probot serves no registration flow in production (the Docker image sets NODE_ENV).
-  if (env.NODE_ENV === 'production') {
-    throw new AppConfigError([
-      'APP_ID and PRIVATE_KEY (or PRIVATE_KEY_PATH) are not set, and NODE_ENV=production turns the registration flow off: register the App once elsewhere (`npm start` without NODE_ENV) or create it by hand, then set APP_ID, PRIVATE_KEY and WEBHOOK_SECRET',
-    ]);
-  }
-  log.warn('APP_ID or the private key is missing: serving the GitHub App registration flow');
-  const port = config.port === 0 ? await freePort(config.host) : config.port;
-  const server = await runProbot(() => undefined, { env: { ...env, PORT: String(port) }, log });
-  return {
-    registering: true,
-    url: `http://${server.host}:${server.port}`,
-    stop: () => server.stop(),
   };
 }
 
