@@ -21,7 +21,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_MODEL_MAX_LOOPS } from '../src/model-fleet/fleet-types.js';
 import { runLeaf } from '../src/leaf/loop.js';
-import type { LeafRunResult } from '../src/leaf/loop-types.js';
+import type { LeafRunResult } from '../src/leaf/loop.js';
 import type { Sandbox } from '../src/leaf/sandbox.js';
 import type { ModelFleet } from '../src/model-fleet/fleet.js';
 import { openModelFleet } from '../src/model-fleet/open-fleet.js';

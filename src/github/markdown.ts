@@ -1,5 +1,6 @@
 // Helpers for putting untrusted text (model output, test output, issue text) into Markdown we
 // publish: it must not ping people, close or link issues, or break out of its code block.
+import { oneLine } from '../one-line.js';
 import { redactSecrets } from '../redact.js';
 
 /** A fenced code block whose fence is longer than any backtick run inside; controls made visible. */
@@ -137,7 +138,7 @@ export function fileName(name: string): string {
  */
 export function textCell(text: string, max = 80): string {
   // Every `\|` here is literalLines' escape of a `|` (a `\` of the text became `\\`).
-  return literalLines(oneLineCut(text, max)).join(' ').replace(/\\\|/g, '&#124;');
+  return literalLines(oneLine(text, max)).join(' ').replace(/\\\|/g, '&#124;');
 }
 
 /**
@@ -147,17 +148,11 @@ export function textCell(text: string, max = 80): string {
  * is `&#124;` between code spans.
  */
 export function codeCell(text: string, max = 80): string {
-  const cut = oneLineCut(visibleControls(redactSecrets(text).replace(/\s+/g, ' ')), max);
+  const cut = oneLine(visibleControls(redactSecrets(text).replace(/\s+/g, ' ')), max);
   return cut
     .split('|')
     .map((part) => (part === '' ? '' : codeSpan(part)))
     .join('&#124;');
-}
-
-/** Whitespace runs as one space, ends trimmed, cut to `max` characters with `…`. */
-function oneLineCut(text: string, max: number): string {
-  const chars = [...text.replace(/\s+/g, ' ').trim()];
-  return chars.length > max ? `${chars.slice(0, max - 1).join('')}…` : chars.join('');
 }
 
 /** A code span showing `text` exactly (one line): longer fences, padding where needed. */

@@ -1,18 +1,21 @@
 // The tool calls of one step (leaf-protocol.md §5): run in order, one tool message each, their
 // estimated tokens added to the context count; a cancel, the deadline or a sandbox failure
 // stops the run before the next call.
-import { describeError } from './describe-error.js';
-import { wallDeadline, type LoopState } from './loop-state.js';
-import type { LeafStepSummary } from './loop-types.js';
+import {
+  describeError,
+  interrupted,
+  stopped,
+  wallDeadline,
+  type LeafStepSummary,
+  type LoopState,
+  type Stop,
+} from './loop-state.js';
 import type { ToolCall, ToolMessage } from './messages.js';
-import { AbortedError } from './race-abort.js';
-import { round3 } from './round3.js';
-import { DEADLINE_PASSED, runToolCall } from './run-tool-call.js';
+import { AbortedError, DEADLINE_PASSED, runToolCall } from './run-tool-call.js';
 import { SandboxLost } from './sandbox.js';
 import { recoverSandbox, rememberCall } from './sandbox-recovery.js';
-import { interrupted, stopped, type Stop } from './stop.js';
 import { arrayJsonBytes, tokensFromBytes } from './token-estimate.js';
-import type { TrajectoryStep } from './trajectory.js';
+import { round3, type TrajectoryStep } from './trajectory.js';
 
 const SUMMARY_TEXT_LIMIT = 200;
 

@@ -4,14 +4,18 @@
 // image, at most twice per attempt, and those calls are replayed in order. Each must give the
 // outcome it gave before (upstream's `_replay_outcome`), else the attempt stops with `tool_error`.
 // The model sees nothing of it; the trajectory keeps a record of each recovery (ours).
-import { describeError } from './describe-error.js';
-import { elapsedMs, wallDeadline, type LoopState } from './loop-state.js';
-import { AbortedError } from './race-abort.js';
-import { round3 } from './round3.js';
-import { DEADLINE_PASSED, runToolCall } from './run-tool-call.js';
+import {
+  describeError,
+  elapsedMs,
+  interrupted,
+  stopped,
+  wallDeadline,
+  type LoopState,
+  type Stop,
+} from './loop-state.js';
+import { AbortedError, DEADLINE_PASSED, runToolCall } from './run-tool-call.js';
 import type { SandboxLost } from './sandbox.js';
-import { interrupted, stopped, type Stop } from './stop.js';
-import type { SandboxRecovery } from './trajectory.js';
+import { round3, type SandboxRecovery } from './trajectory.js';
 
 /** Upstream's `_MAX_POD_RECOVERIES`. */
 export const MAX_SANDBOX_REBUILDS = 2;

@@ -1,10 +1,7 @@
 // Saving the trajectory (leaf-protocol.md §6): the fields after `steps` as the run stands,
 // written after every step and at the end; a failed write is kept, never thrown.
-import { describeError } from './describe-error.js';
-import { elapsedMs, type LoopState } from './loop-state.js';
-import { round3 } from './round3.js';
-import type { Stop } from './stop.js';
-import { RUNNING_EXIT_REASON, type TrajectoryTail } from './trajectory.js';
+import { describeError, elapsedMs, type LoopState, type Stop } from './loop-state.js';
+import { RUNNING_EXIT_REASON, round3, type TrajectoryTail } from './trajectory.js';
 
 export interface TailStatus {
   status: 'running' | 'finished';

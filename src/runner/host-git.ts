@@ -73,7 +73,8 @@ export function gitWithInput(
   });
 }
 
-export function oneLine(error: unknown): string {
+/** The line of a failed git command's error that says what went wrong. */
+export function gitErrorLine(error: unknown): string {
   const text = error instanceof Error ? error.message : String(error);
   const lines = text
     .split('\n')

@@ -10,7 +10,7 @@ import { CloneError } from './clone-error.js';
 import { basicCredential } from './git-auth-header.js';
 import { resolveRevision, mergeBase, revParse } from './git-revisions.js';
 import { isMirror, mirrorName, resolveSource, type Source } from './git-source.js';
-import { gitEnv, makeGit, oneLine, scrub } from './host-git.js';
+import { gitEnv, gitErrorLine, makeGit, scrub } from './host-git.js';
 import { DEFAULT_LOCK_TIMEOUT_MS, withLock } from './mirror-lock.js';
 import {
   readChanges,
@@ -164,7 +164,7 @@ async function gitFor(
     env,
     at: (baseDir) => makeGit(baseDir, env, options.signal),
     fail: (what, error) => {
-      throw new CloneError(`${what}: ${scrub(oneLine(error), secrets)}`);
+      throw new CloneError(`${what}: ${scrub(gitErrorLine(error), secrets)}`);
     },
   };
 }

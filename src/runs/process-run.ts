@@ -68,7 +68,7 @@ async function runToEnd<J>(
   const request = await session.request();
   if ('refused' in request)
     return { settled: settle({ kind: 'refused', reason: request.refused }) };
-  const result = await runPipeline(record, request, session, deadline, pool, retried);
+  const result = await runUnderDeadline(record, request, session, deadline, pool, retried);
   await shareRunFiles(
     pool.deps.queue,
     {
@@ -94,7 +94,11 @@ async function runToEnd<J>(
   return { settled: settle({ kind: 'published', status: await session.publish(result) }), result };
 }
 
-async function runPipeline<J>(
+/**
+ * The host's pipeline (`deps.runPipeline`) under the job deadline: its progress moves the
+ * deadline, the phase clock and the running status; an overdue run is abandoned.
+ */
+async function runUnderDeadline<J>(
   record: RunRecord<J>,
   request: HostRequest,
   session: RunSession,
@@ -111,6 +115,7 @@ async function runPipeline<J>(
     phases.progress(event);
     session.update(running.next(event, retried));
   };
+  let result: RunResult;
   try {
     const pipeline = deps.runPipeline({
       ...request,
@@ -121,13 +126,13 @@ async function runPipeline<J>(
       onProgress,
     });
     pipeline.catch(() => undefined);
-    const result = await Promise.race([pipeline, deadline.abandoned]);
-    phases.end();
-    countRunResult(deps.metrics, deps.sandbox, result);
-    return result;
+    result = await Promise.race([pipeline, deadline.abandoned]);
   } finally {
+    // Returned, thrown or abandoned: the last phase ends here.
     phases.end();
   }
+  countRunResult(deps.metrics, deps.sandbox, result);
+  return result;
 }
 
 function settle(end: Parameters<typeof settleRun>[0]): Settled {

@@ -177,7 +177,7 @@ class ProxyState {
       answer.pipe(res);
     });
     upstream.once('error', (error) => {
-      if (!res.headersSent) res.writeHead(502, oneLine(error.message)).end();
+      if (!res.headersSent) res.writeHead(502, reasonPhrase(error.message)).end();
       else res.destroy();
     });
     req.pipe(upstream);
@@ -245,11 +245,12 @@ function refusal(target: { host: string; port: number }, reason: string): string
 }
 
 function statusLine(code: number, text: string): string {
-  const line = oneLine(text);
+  const line = reasonPhrase(text);
   return `HTTP/1.1 ${code} ${line}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(line) + 1}\r\nConnection: close\r\n\r\n${line}\n`;
 }
 
-function oneLine(text: string): string {
+/** An HTTP status line's reason phrase: control characters as spaces, at most 300 of them. */
+function reasonPhrase(text: string): string {
   // eslint-disable-next-line no-control-regex -- a status line holds no control characters
   return text.replace(/[\u0000-\u001f\u007f]+/g, ' ').slice(0, 300);
 }

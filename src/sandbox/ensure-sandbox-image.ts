@@ -6,6 +6,7 @@ import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type Docker from 'dockerode';
+import { oneLine } from '../one-line.js';
 import { DEFAULT_SANDBOX_IMAGE } from './docker-sandbox.js';
 
 /** sandbox/ at the repository root, from src/sandbox/ (tsx) and dist/sandbox/ (node) alike. */
@@ -141,12 +142,12 @@ async function buildWithEngine(
         clearTimeout(timer);
         const failed = events.find((event) => event.error ?? event.errorDetail);
         if (error) reject(error);
-        else if (failed) reject(new Error(oneLine(failed.error ?? failed.errorDetail?.message)));
+        else if (failed) reject(new Error(whole(failed.error ?? failed.errorDetail?.message)));
         else resolve();
       },
       (event: BuildEvent) => {
         arm();
-        const text = oneLine(event.stream ?? event.status);
+        const text = whole(event.stream ?? event.status);
         // Steps and their first output lines; apt's per-package chatter is left out.
         if (text && (/^Step \d+\/\d+/.test(text) || event.status)) progress(text);
       },
@@ -161,8 +162,9 @@ interface BuildEvent {
   errorDetail?: { message?: string };
 }
 
-function oneLine(text: string | undefined): string {
-  return (text ?? '').replace(/\s+/g, ' ').trim();
+/** A build's output or error as one line, never cut: Docker's own text, shown whole. */
+function whole(text: string | undefined): string {
+  return oneLine(text ?? '', Number.POSITIVE_INFINITY);
 }
 
 function buildOffline(
@@ -191,7 +193,7 @@ function buildOffline(
     child.once('error', reject);
     child.once('close', (code) => {
       if (code === 0) resolve();
-      else reject(new Error(`exit ${code}: ${oneLine(tail.at(-1) ?? pending)}`));
+      else reject(new Error(`exit ${code}: ${whole(tail.at(-1) ?? pending)}`));
     });
   });
 }

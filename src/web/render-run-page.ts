@@ -154,7 +154,7 @@ export function renderSummaryItems(attempt: RunPageAttempt, index: number, from:
     .slice(from)
     .map((step) => {
       const id = stepAnchor(index, step.step);
-      return `<li data-step="${id}"><a href="#${id}"><span class="n">#${step.step + 1}</span> ${text(oneLine(step))}</a></li>`;
+      return `<li data-step="${id}"><a href="#${id}"><span class="n">#${step.step + 1}</span> ${text(stepSummary(step))}</a></li>`;
     })
     .join('');
 }
@@ -280,8 +280,8 @@ function renderCall(name: string, rawArgs: string): string {
   }
 }
 
-/** One line per step for the summary list. */
-function oneLine(step: TrajectoryStep): string {
+/** One line per step for the summary list: its answer, or each tool call's main argument. */
+function stepSummary(step: TrajectoryStep): string {
   const calls = step.assistant.tool_calls ?? [];
   if (calls.length === 0) {
     const content = (step.assistant.content ?? '').replace(/\s+/g, ' ').trim();

@@ -855,4 +855,57 @@ describe('runLeaf with a plain Model', () => {
     expect(result.exitReason).toBe('agent');
     expect(seen).toEqual([{ count: 2, tools: 5 }]);
   });
+
+  it('gives the model back once, as the steps end and before the patch capture', async () => {
+    const events: string[] = [];
+    const model: Model = {
+      complete: () =>
+        Promise.resolve({
+          message: { role: 'assistant', content: 'done' },
+          finishReason: 'stop',
+          latencyMs: 1,
+        }),
+      release: () => {
+        events.push('release');
+        return Promise.resolve();
+      },
+    };
+    const { options, sandbox } = await setup([]);
+    const watched: Sandbox = {
+      kind: sandbox.kind,
+      workdir: sandbox.workdir,
+      homeDir: sandbox.homeDir,
+      exec: (command, execOptions) => {
+        events.push(`exec ${command}`);
+        return sandbox.exec(command, execOptions);
+      },
+      readFile: (p) => sandbox.readFile(p),
+      readLines: (p, request) => sandbox.readLines(p, request),
+      editFile: (p, oldText, newText, all) => sandbox.editFile(p, oldText, newText, all),
+      writeFile: (p, data) => sandbox.writeFile(p, data),
+      glob: (pattern) => sandbox.glob(pattern),
+      dispose: () => sandbox.dispose(),
+    };
+    const result = await runLeaf({ ...options, model, sandbox: watched });
+    expect(result.exitReason).toBe('agent');
+    expect(events.filter((e) => e === 'release')).toHaveLength(1);
+    // The patch capture's git commands all come after it.
+    expect(events[0]).toBe('release');
+    expect(events.slice(1).every((e) => e.startsWith('exec '))).toBe(true);
+    expect(events.length).toBeGreaterThan(1);
+  });
+
+  it('gives the model back once when the run cannot start', async () => {
+    let released = 0;
+    const model: Model = {
+      complete: () => Promise.reject(new Error('never asked')),
+      release: () => {
+        released++;
+        return Promise.resolve();
+      },
+    };
+    const { options } = await setup([]);
+    await expect(runLeaf({ ...options, model, maxSteps: -1 })).rejects.toThrow();
+    expect(released).toBe(1);
+  });
 });

@@ -10,6 +10,8 @@ import {
   taskText,
   type PipelineDeps,
 } from '../../src/runner/run.js';
+import type { Model } from '../../src/leaf/model.js';
+import { createOpenAIModel } from '../../src/leaf/openai-model.js';
 import type { RunProgress, RunRequest } from '../../src/runner/run-types.js';
 import { freePort } from '../../src/free-port.js';
 import {
@@ -333,6 +335,25 @@ describe('runPipeline with the local sandbox', () => {
     expect(result.verifyAfter).toBeUndefined();
     expect(result.violations).toEqual([]);
     expectNothingLeft(s);
+  });
+
+  it("gives the attempt's model back exactly once", async () => {
+    const s = await setup({
+      script: [finalAnswer('Nothing to change.')],
+      extraFiles: { '.github/frognano.yml': `test: ${PYTEST}\n` },
+    });
+    const served = createOpenAIModel({ baseUrl: server.baseUrl, maxRetries: 0 });
+    let released = 0;
+    const model: Model = {
+      complete: (messages, tools, signal) => served.complete(messages, tools, signal),
+      release: () => {
+        released++;
+        return Promise.resolve();
+      },
+    };
+    const result = await runPipeline(s.request, { ...s.deps, model });
+    expect(result.exitReason).toBe('agent');
+    expect(released).toBe(1);
   });
 
   it('reports policy violations on a patch that touches blocked paths', async () => {

@@ -116,12 +116,7 @@ async function runAttempt(
       }
       await excludeUntracked(sandbox, run.signal, run.log);
     }
-    const model = loops.modelFor(attempt.number);
-    try {
-      Object.assign(attempt, await runLoop(run, prepared, attempt, sandbox, model, count));
-    } finally {
-      await model.release?.();
-    }
+    Object.assign(attempt, await runLoop(run, prepared, attempt, sandbox, loops.modelFor, count));
     if (!attempt.failure) loops.ended?.(attempt);
   } catch (error) {
     if (count === 1) throw error;
@@ -132,13 +127,16 @@ async function runAttempt(
   return attempt;
 }
 
-/** The Leaf loop of one attempt, and what became of its patch. */
+/**
+ * The Leaf loop of one attempt, and what became of its patch. The attempt's model is taken last,
+ * as the loop starts: `runLeaf` gives it back (`Model.release`) however it ends.
+ */
 async function runLoop(
   run: RunContext,
   prepared: Prepared,
   attempt: { number: number; trajectoryPath: string },
   sandbox: Sandbox,
-  model: Model,
+  modelFor: (attempt: number) => Model,
   count: number,
 ): Promise<Loop> {
   const { request, deps } = run;
@@ -146,14 +144,15 @@ async function runLoop(
     deps.modelConfig === undefined ? undefined : ModelConfig.parse(deps.modelConfig);
   await mkdir(path.dirname(attempt.trajectoryPath), { recursive: true });
   const several = count > 1;
+  const task = taskText(
+    { ...request, issueText: prepared.issueText },
+    prepared.config,
+    prepared.instructionTexts,
+  );
   const leaf = await runLeaf({
-    model,
+    model: modelFor(attempt.number),
     sandbox,
-    task: taskText(
-      { ...request, issueText: prepared.issueText },
-      prepared.config,
-      prepared.instructionTexts,
-    ),
+    task,
     instanceId: request.instanceId,
     maxSteps: prepared.maxSteps,
     maxContextTokens: deps.maxContextTokens ?? DEFAULT_MAX_CONTEXT_TOKENS,
