@@ -19,7 +19,7 @@ import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_MODEL_MAX_LOOPS } from '../src/config.js';
+import { DEFAULT_MODEL_MAX_LOOPS } from '../src/model-fleet/fleet-types.js';
 import { runLeaf } from '../src/leaf/loop.js';
 import type { LeafRunResult } from '../src/leaf/loop.js';
 import type { Sandbox } from '../src/leaf/sandbox.js';

@@ -247,38 +247,42 @@ async function runOn(backend: 'sqlite' | 'bullmq'): Promise<void> {
   }) as string;
 
   const baseline = await baselineServer();
-  const app = await startApp({
-    log,
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      APP_ID: '1',
-      PRIVATE_KEY: privateKey,
-      WEBHOOK_SECRET: SECRET,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      GITHUB_API_URL: github.url,
-      FROGNANO_GIT_URL: `file://${join(root, 'git')}`,
-      FROGNANO_DATA_DIR: dataDir,
-      FROGNANO_SANDBOX: 'local',
-      FROGNANO_CONCURRENCY: String(RUNS_IN_FLIGHT),
-      FROGNANO_BOT_NAME: 'frognano[bot]',
-      FROGNANO_BOT_EMAIL: '1+frognano[bot]@users.noreply.github.com',
-      LOG_LEVEL: 'silent',
-      ...(backend === 'bullmq'
-        ? { FROGNANO_REDIS_URL: REDIS_URL, FROGNANO_REDIS_PREFIX: prefix }
-        : {}),
+  const app = await startApp(
+    {
+      log,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        APP_ID: '1',
+        PRIVATE_KEY: privateKey,
+        WEBHOOK_SECRET: SECRET,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        GITHUB_API_URL: github.url,
+        FROGNANO_GIT_URL: `file://${join(root, 'git')}`,
+        FROGNANO_DATA_DIR: dataDir,
+        FROGNANO_SANDBOX: 'local',
+        FROGNANO_CONCURRENCY: String(RUNS_IN_FLIGHT),
+        FROGNANO_BOT_NAME: 'frognano[bot]',
+        FROGNANO_BOT_EMAIL: '1+frognano[bot]@users.noreply.github.com',
+        LOG_LEVEL: 'silent',
+        ...(backend === 'bullmq'
+          ? { FROGNANO_REDIS_URL: REDIS_URL, FROGNANO_REDIS_PREFIX: prefix }
+          : {}),
+      },
     },
-    runPipeline: (request) =>
-      runPipeline(request, {
-        modelConfig: { baseUrl: model.baseUrl, maxRetries: 0 },
-        dataDir,
-        localTempRoot: localTemp,
-        logger: log,
-        handleSignals: false,
-      }),
-    reapOrphans: async () => undefined,
-  });
+    {
+      runPipeline: (request) =>
+        runPipeline(request, {
+          modelConfig: { baseUrl: model.baseUrl, maxRetries: 0 },
+          dataDir,
+          localTempRoot: localTemp,
+          logger: log,
+          handleSignals: false,
+        }),
+      reapOrphans: async () => undefined,
+    },
+  );
   const url = `${app.url}/api/github/webhooks`;
   try {
     // 8 labelled issues, one installation each (throttling is per installation), all running.

@@ -2,13 +2,14 @@
 // bad key reported on its own line saying what is expected.
 import { z } from 'zod';
 import { DEFAULT_MAX_CONTEXT_TOKENS, DEFAULT_REQUEST } from './leaf/protocol.js';
-import {
-  hideUrlPasswords,
-  modelUrlListProblem,
-  splitModelUrls,
-} from './model-fleet/endpoint-url.js';
+import { modelUrlListProblem, splitModelUrls } from './model-fleet/endpoint-url.js';
+import { DEFAULT_MODEL_MAX_LOOPS } from './model-fleet/fleet-types.js';
+import { ConfigError, LOG_LEVELS, parseEnv } from './parse-env.js';
 import { AllowEntryError, parseAllowEntry, splitAllowList } from './sandbox/egress-allow.js';
 import type { SetupNetworkMode } from './sandbox/egress-facts.js';
+
+// Its loaders throw ConfigError: the commands catch it from here.
+export { ConfigError };
 
 const number = (what: string, check: (n: number) => boolean) =>
   z
@@ -43,14 +44,6 @@ const httpUrlList = z
       .map((url) => url.replace(/\/+$/, ''))
       .join(','),
   );
-
-/**
- * Loops talking to one endpoint at once, across all workers. 8: on the latency curve measured
- * for a 4B model on an H200 (1.0, 1.07, 1.36, 1.8 times one sequence at 1, 2, 4, 8 at once),
- * 8 sequences give 4.4 times the throughput of one for steps 1.8 times slower; and a loop
- * spends part of its time in tools, so 8 loops keep fewer than 8 sequences on the GPU.
- */
-export const DEFAULT_MODEL_MAX_LOOPS = 8;
 
 /** The operator's bounds on what `.github/frognano.yml` may ask for (unset: no bound). */
 const RepoConfigCapsEnv = z.object({
@@ -108,9 +101,6 @@ const SetupNetworkEnv = z.object({
 });
 export type SetupNetworkEnv = z.output<typeof SetupNetworkEnv>;
 
-/** pino's levels; src/log.ts refuses any other with the same line. */
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-
 export const ProcessConfig = z.object({
   FROGNANO_MODEL_URL: httpUrlList.prefault('http://localhost:8000/v1'),
   FROGNANO_MODEL: z
@@ -164,45 +154,11 @@ export const ProcessConfig = z.object({
 });
 export type ProcessConfig = z.infer<typeof ProcessConfig>;
 
-export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(problems.join('\n'));
-    this.name = 'ConfigError';
-  }
-}
-
 /** Parses the environment; throws ConfigError with one line per bad variable. */
 export function loadProcessConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig {
   const parsed = parseEnv(ProcessConfig, env);
   if ('problems' in parsed) throw new ConfigError(parsed.problems);
   return parsed.data;
-}
-
-/**
- * The schema's variables from `env` (set to an empty string counts as unset, as shells and
- * .env files leave them), or one line per bad variable: `NAME must be ... (got "value")`,
- * with the values of keys and secrets hidden.
- */
-export function parseEnv<S extends z.ZodObject>(
-  schema: S,
-  env: NodeJS.ProcessEnv,
-): { data: z.output<S> } | { problems: string[] } {
-  const present = Object.fromEntries(
-    Object.keys(schema.shape)
-      .filter((key) => env[key] !== undefined && env[key] !== '')
-      .map((key) => [key, env[key]]),
-  );
-  const parsed = schema.safeParse(present);
-  if (parsed.success) return { data: parsed.data };
-  return {
-    problems: parsed.error.issues.map((issue) => {
-      const key = String(issue.path[0] ?? '');
-      const shown = /KEY|SECRET/.test(key)
-        ? '(hidden)'
-        : hideUrlPasswords(JSON.stringify(present[key]));
-      return `${key} ${issue.message} (got ${shown})`;
-    }),
-  };
 }
 
 /** Setup's network settings from the environment (ConfigError when bad). */

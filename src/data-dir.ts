@@ -7,7 +7,7 @@
 //   owners/<process>.lock    sandboxes' owners, so a reaper knows whose containers are alive
 //   runs/<run>/              a run's work directory (clone, sandbox files); reaped
 //   cache/                   setup snapshots' keys and downloads kept between runs
-//   trajectories/<run>/      a run's kept files: trajectories, run record, run page
+//   trajectories/<run>/      a run's kept files: trajectories, run record (run.json), run page
 //   publish/                 clones made to push a run's branch; removed when done
 //   publish-pending/         changes kept until their draft pull request is open
 import { join } from 'node:path';
@@ -26,4 +26,12 @@ export const dataPaths = {
 /** Where one run's kept files are (outside the work directories, which are reaped). */
 export function runOutDir(dataDir: string, runId: string): string {
   return join(dataPaths.trajectoriesDir(dataDir), runId);
+}
+
+/** The run record among a run's kept files: the pipeline's result and the model that ran. */
+export const RUN_RECORD_FILE = 'run.json';
+
+/** Where attempt K's trajectory is among a run's files (attempt 1's is `trajectory.json`). */
+export function attemptTrajectoryName(attempt: number): string {
+  return attempt === 1 ? 'trajectory.json' : `attempt-${attempt}/trajectory.json`;
 }

@@ -1,7 +1,7 @@
 // One pino logger for the process: fixed messages plus an object, secrets redacted.
 import pino, { type Logger } from 'pino';
 import pretty from 'pino-pretty';
-import { ConfigError, LOG_LEVELS } from './config.js';
+import { ConfigError, LOG_LEVELS } from './parse-env.js';
 import { redactSecrets } from './redact.js';
 
 export type { Logger };

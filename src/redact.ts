@@ -104,3 +104,12 @@ export function redactSecrets(text: string): string {
   }
   return out;
 }
+
+/**
+ * A value as it may be shown (for messages about a bad one): the `user:password@` of every URL
+ * in it replaced, whatever the scheme and whatever the password holds (a comma, a space, an
+ * `@`: a bad value is bad because of such things), up to the last `@` before the path.
+ */
+export function hideUrlPasswords(text: string): string {
+  return text.replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/]*@/gi, '$1***@');
+}

@@ -4,30 +4,25 @@
 // pipeline and publishes, exactly as `frognano start` does. Only what must outlive the workflow
 // run is answered from GitHub (action-queue.ts).
 import type { Logger } from 'pino';
-import { modelConfigFrom } from '../commands/model-config-from.js';
-import { modelFleetFrom } from '../commands/model-fleet-from.js';
 import type { ProcessConfig } from '../config.js';
 import type { AppConfig } from '../github/app-config.js';
-import { Intake, type AcceptedTrigger } from '../github/intake/index.js';
+import type { Intake } from '../github/intake/index.js';
+import { type AcceptedTrigger } from '../github/intake/index.js';
 import { issueKey, type IssueJob } from '../github/job.js';
 import { KeyedLock } from '../github/keyed-lock.js';
 import { issueNumberOfBranch } from '../github/publishing/index.js';
-import { createWorkerPool, type WorkerDeps } from '../github/create-worker-pool.js';
-import type { RunPipelineFn, WorkerPool } from '../runs/index.js';
-import type { ModelFleet } from '../model-fleet/fleet.js';
+import { composeRunService } from '../github/run-service.js';
+import type { WorkerPool } from '../runs/index.js';
 import { lockDataDir } from '../queue/data-dir-lock.js';
 import { openQueue } from '../queue/open-queue.js';
 import { pruneRetention } from '../queue/retention.js';
 import type { Queue } from '../queue/types.js';
-import { runPipeline } from '../runner/run.js';
 import type { RunResult } from '../runner/run-types.js';
-import { recordingRunResults } from '../web/index.js';
 import { dataPaths } from '../data-dir.js';
 import type { ActionEnv } from './action-env.js';
 import type { ActionGitHub } from './action-github.js';
 import { actionQueue } from './action-queue.js';
-import { actionCiHandler } from './action-ci.js';
-import { actionUseHandler } from './action-use.js';
+import { ATTEMPTS_NOT_KEPT, WORKFLOW_TOKEN_STARTS_NO_CI } from './action-replies.js';
 import { recoverPublishedAttempt } from './recover-attempt.js';
 import { requestRemoteCancel } from './remote-cancel.js';
 
@@ -60,7 +55,7 @@ export interface SessionDeps {
 }
 
 export async function openSession(d: SessionDeps): Promise<ActionSession> {
-  const { config, log } = d;
+  const { config, log, github } = d;
   const { local, release } = await openLocalQueue(d);
   const cancel: ActionSession['cancel'] = { asked: false };
   const queue = actionQueue(local, {
@@ -69,54 +64,59 @@ export async function openSession(d: SessionDeps): Promise<ActionSession> {
     job: jobOf(d.decision),
   });
   const results = new Map<string, RunResult>();
-  const fleet = modelFleetFrom(d.processConfig, d.processEnv, { log });
-  const workers = createWorkerPool(workerDeps(d, queue, fleet, results));
-  const use = actionUseHandler({
-    ...d,
-    queue,
-    dataDir: config.dataDir,
-    gitBaseUrl: config.gitBaseUrl,
-  });
-  const ci = actionCiHandler({
-    ...d,
-    dataDir: config.dataDir,
-    gitBaseUrl: config.gitBaseUrl,
-  });
-  const answered = { used: false, ci: false };
-  const intake = new Intake({
-    queue,
-    auth: () => d.github.client(),
+  const answered = { use: false, ci: false };
+  const { intake, workers, fleet } = composeRunService({
+    config,
+    env: d.processEnv,
     log,
-    lock: sharedLock,
-    onEnqueued: () => workers.kick(),
-    // One event per process: a failed decision is not tried again here (the workflow fails).
-    retryMs: 2 ** 31 - 1,
-    onUse: async (decision, octokit) => {
-      answered.used = true;
-      return use(decision, octokit);
+    queue,
+    github: {
+      auth: () => github.client(),
+      mintInstallationToken: () => github.mintToken(),
+      botIdentity: () => github.identity(),
+      // The pull request's author is the token's login; commits are made under it too.
+      commandBot: async () => {
+        const { email } = await github.identity();
+        return { name: await github.login(), email };
+      },
     },
-    onCi: async (decision, octokit) => {
-      answered.ci = true;
-      return ci(decision, octokit);
+    lock: sharedLock,
+    workers: {
+      processConfig: d.processConfig,
+      onResult: (runId, result) => results.set(runId, result),
+      pollMs: 1000,
+      ...(d.env.workflowRunUrl && { workflowRunUrl: d.env.workflowRunUrl }),
+    },
+    intake: {
+      // One event per process: a failed decision is not tried again here (the workflow fails).
+      retryMs: 2 ** 31 - 1,
+      beforeCommand: (kind) => {
+        answered[kind] = true;
+        // GitHub starts no workflow for a push made with the workflow token.
+        return kind === 'ci' && d.env.credential.kind === 'token'
+          ? WORKFLOW_TOKEN_STARTS_NO_CI
+          : undefined;
+      },
+      notKeptReply: ATTEMPTS_NOT_KEPT,
     },
   });
   return {
     queue,
     local,
     intake,
-    workers,
+    workers: workers!,
     results,
     cancel,
     get used() {
-      return answered.used;
+      return answered.use;
     },
     get ciAnswered() {
       return answered.ci;
     },
     async close() {
       await intake.stop();
-      await workers.stop();
-      await fleet.close();
+      await workers!.stop();
+      await fleet!.close();
       await release();
     },
   };
@@ -180,48 +180,6 @@ async function cancelRemote(
 
 /** Intake and the worker share the status comment's lock, as in the App. */
 const sharedLock = new KeyedLock();
-
-function workerDeps(
-  d: SessionDeps,
-  queue: Queue<IssueJob>,
-  fleet: ModelFleet,
-  results: Map<string, RunResult>,
-): WorkerDeps {
-  const { config, processConfig, log } = d;
-  const pipeline: RunPipelineFn = recordingRunResults(
-    async (request) => {
-      const result = await runPipeline(request, {
-        modelConfig: modelConfigFrom(processConfig),
-        fleet,
-        env: d.processEnv,
-        dataDir: config.dataDir,
-        logger: log,
-        handleSignals: false,
-      });
-      results.set(request.runId, result);
-      return result;
-    },
-    processConfig.FROGNANO_MODEL,
-    (error) => log.warn({ err: error }, 'run.json write failed'),
-  );
-  return {
-    queue,
-    auth: () => d.github.client(),
-    mintInstallationToken: () => d.github.mintToken(),
-    runPipeline: pipeline,
-    botIdentity: () => d.github.identity(),
-    lock: sharedLock,
-    log,
-    gitBaseUrl: config.gitBaseUrl,
-    dataDir: config.dataDir,
-    sandbox: config.sandbox,
-    statusThrottleMs: config.statusThrottleMs,
-    publicUrl: config.publicUrl,
-    ...(d.env.workflowRunUrl ? { workflowRunUrl: d.env.workflowRunUrl } : {}),
-    pollMs: 1000,
-    artifactTtlSeconds: config.retentionDays * 24 * 3600,
-  };
-}
 
 /**
  * A data directory kept between workflow runs (a cache) may hold runs a killed workflow run

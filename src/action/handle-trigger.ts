@@ -3,10 +3,9 @@
 // worker runs and publishes in this process. A cancel from another workflow run, or the
 // workflow run being cancelled (a signal), stops the run.
 import type { Logger } from 'pino';
-import { renderSummary } from '../commands/render-summary.js';
+import { renderSummary } from '../github/publishing/index.js';
 import type { AcceptedTrigger } from '../github/intake/index.js';
-import { STATUS_COMMENT_NOTE } from '../github/status/index.js';
-import { issueKey } from '../github/intake/index.js';
+import { issueKey, statusCommentId } from '../github/intake/index.js';
 import { runOutDir } from '../data-dir.js';
 import { connectDocker } from '../sandbox/docker-engine.js';
 import { ensureSandboxImage } from '../sandbox/ensure-sandbox-image.js';
@@ -18,9 +17,8 @@ import {
   type ActionReport,
 } from './action-report.js';
 import { openSession, type ActionSession } from './action-session.js';
-import type { ActionSetup } from './action-setup.js';
+import type { ActionSetup, RunActionOptions } from './action-setup.js';
 import { watchCancel } from './remote-cancel.js';
-import type { RunActionOptions } from './run-action.js';
 import { writeActionRunPage } from './run-page.js';
 
 export async function handleTrigger(
@@ -98,10 +96,7 @@ async function runIt(
     client: () => github.client(),
     issue: { owner: record.job.owner, repo: record.job.repo, issueNumber: record.job.issueNumber },
     login: () => github.login(),
-    commentId: async () => {
-      const note = await session.local.getNote(key, STATUS_COMMENT_NOTE);
-      return note ? Number(note) : undefined;
-    },
+    commentId: () => statusCommentId(session.local, key),
     since: () => github.firstAnswerAt(),
     everyMs: setup.cancelPollMs,
     onCancel: stop,

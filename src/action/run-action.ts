@@ -3,24 +3,14 @@
 // event was handled, 1 when its run failed, 2 when the environment is not a workflow's. Only
 // what reading the environment and the event needs is loaded before the event turns out to be
 // ours: most events a workflow sees are not (a comment without a command, another label).
-import type { Logger } from 'pino';
 import { ConfigError, loadProcessConfig } from '../config.js';
 import { AppConfigError, loadAppConfig } from '../github/app-config.js';
-import { decideTrigger } from '../github/intake/index.js';
+import { decideTrigger, repoKey } from '../github/intake/index.js';
 import { ActionEnvError, readActionEnv, type ActionEnv } from './action-env.js';
 import { appendStepSummary, writeOutputs } from './action-files.js';
 import { crashedReport, ignoredReport, type ActionReport } from './action-report.js';
-import type { ActionSetup } from './action-setup.js';
+import type { ActionSetup, RunActionOptions } from './action-setup.js';
 import { localSandboxProblem } from './local-sandbox-guard.js';
-
-export interface RunActionOptions {
-  env: NodeJS.ProcessEnv;
-  cwd?: string;
-  log: Logger;
-  stderr: (line: string) => void;
-  /** Aborted when the workflow run is cancelled (SIGINT, SIGTERM): the run stops, cancelled. */
-  signal?: AbortSignal;
-}
 
 /** How often a running run looks for a cancel made by another workflow run (default 10 s). */
 export const CANCEL_POLL_VARIABLE = 'FROGNANO_ACTION_CANCEL_POLL_SECONDS';
@@ -92,9 +82,7 @@ async function handleEvent(setup: ActionSetup, o: RunActionOptions): Promise<Act
     o.log.info({ event: env.eventName, reason: decision.reason }, 'event ignored');
     return ignoredReport(env.eventName, decision.reason);
   }
-  const mine = `${env.owner}/${env.repo}`.toLowerCase();
-  const theirs = `${decision.owner}/${decision.repo}`.toLowerCase();
-  if (mine !== theirs) {
+  if (repoKey(env) !== repoKey(decision)) {
     throw new ActionEnvError(
       `GITHUB_REPOSITORY (${env.owner}/${env.repo}) is not the event's repository (${decision.owner}/${decision.repo})`,
     );

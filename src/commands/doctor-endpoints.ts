@@ -13,7 +13,7 @@ import type { DownMark } from '../model-fleet/fleet-store.js';
 import { RedisFleetStore } from '../model-fleet/redis-store.js';
 import { loadQueueConfig } from '../queue/open-queue.js';
 import type { CheckResult } from './doctor-check-result.js';
-import { modelConfigFrom } from './model-config-from.js';
+import { modelConfigFrom } from '../model-fleet/model-config-from.js';
 
 export interface NamedResult {
   name: string;

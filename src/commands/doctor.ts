@@ -78,7 +78,7 @@ const configuration: Check = {
   async run(context) {
     try {
       context.process = loadProcessConfig(context.env);
-      context.app = loadAppConfig(context.env, context.cwd);
+      context.app ??= loadAppConfig(context.env, context.cwd);
     } catch (error) {
       if (error instanceof ConfigError || error instanceof AppConfigError) {
         return fail(
@@ -450,9 +450,12 @@ export async function runChecks(options: {
   atStart?: boolean;
   checks?: readonly Check[];
   probe?: boolean;
+  /** The App's configuration, when the caller read it already (`npm start` reads it once). */
+  app?: AppConfig;
 }): Promise<CheckOutcome[]> {
   const mode = options.mode ?? 'all';
   const context: CheckContext = { env: options.env, cwd: options.cwd };
+  if (options.app) context.app = options.app;
   if (options.probe) context.probe = true;
   const outcomes: CheckOutcome[] = [];
   for (const check of options.checks ?? CHECKS) {

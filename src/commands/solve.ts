@@ -20,9 +20,9 @@ import type { RunProgress, RunResult, SandboxKind } from '../runner/run-types.js
 import { assertDockerReachable, connectDocker } from '../sandbox/docker-engine.js';
 import { ensureSandboxImage } from '../sandbox/ensure-sandbox-image.js';
 import { writeRunPage } from '../web/index.js';
-import { modelConfigFrom } from './model-config-from.js';
-import { modelFleetFrom } from './model-fleet-from.js';
-import { renderSummary } from './render-summary.js';
+import { modelConfigFrom } from '../model-fleet/model-config-from.js';
+import { modelFleetFrom } from '../model-fleet/model-fleet-from.js';
+import { renderSummary } from '../github/publishing/index.js';
 import { parseSolveOptions, UsageError, type SolveOptions } from './solve-options.js';
 import { terminalText } from './terminal-text.js';
 import { oneLine } from '../one-line.js';

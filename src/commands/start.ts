@@ -1,7 +1,7 @@
 // `npm start` / `frognano serve` / `frognano worker`: check what runs need (the doctor's checks),
 // build the sandbox image when it is missing, start the App and stop it cleanly on a signal.
 import { startApp, type AppMode } from '../app.js';
-import { loadAppConfig } from '../github/app-config.js';
+import { loadAppConfig, type AppConfig } from '../github/app-config.js';
 import { log } from '../log.js';
 import { loadProcessConfig } from '../config.js';
 import { assertDockerReachable, connectDocker } from '../sandbox/docker-engine.js';
@@ -10,15 +10,17 @@ import { runChecks } from './doctor.js';
 import { startMetricsServer, type MetricsServer } from '../metrics/index.js';
 
 export async function startCommand(options: { mode: AppMode }): Promise<void> {
+  // The CLI loaded .env into the environment; the App's configuration is read here, once.
   const env = process.env;
   const cwd = process.cwd();
+  const config = loadAppConfig(env, cwd);
   // Unregistered: serve the registration flow; the checks run at the next start.
-  if (loadAppConfig(env, cwd).credentials && !(await preflight(options.mode, env, cwd))) {
+  if (config.credentials && !(await preflight(options.mode, env, cwd, config))) {
     process.exitCode = 1;
     return;
   }
 
-  const app = await startApp({ mode: options.mode });
+  const app = await startApp({ mode: options.mode, env, cwd, config });
   // A worker has no HTTP server of its own: it gets one for /metrics (and /ping).
   let metricsServer: MetricsServer | undefined;
   const metricsPort = options.mode === 'worker' ? loadProcessConfig().FROGNANO_METRICS_PORT : 0;
@@ -70,7 +72,12 @@ export async function startCommand(options: { mode: AppMode }): Promise<void> {
  * failure is printed as the doctor's line and refuses the start; a model that is down only
  * warns (GPUs restart; each run then fails with its own clear message).
  */
-async function preflight(mode: AppMode, env: NodeJS.ProcessEnv, cwd: string): Promise<boolean> {
+async function preflight(
+  mode: AppMode,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  app: AppConfig,
+): Promise<boolean> {
   const config = loadProcessConfig(env);
   if (mode !== 'serve' && config.FROGNANO_SANDBOX === 'docker') {
     const docker = connectDocker(env);
@@ -92,7 +99,7 @@ async function preflight(mode: AppMode, env: NodeJS.ProcessEnv, cwd: string): Pr
       }
     }
   }
-  const outcomes = await runChecks({ env, cwd, mode, atStart: true });
+  const outcomes = await runChecks({ env, cwd, mode, atStart: true, app });
   for (const { check, result, line, blocks } of outcomes) {
     if (blocks) process.stderr.write(`${line}\n`);
     else if (result.ok)

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
-import { parseEnv } from '../config.js';
+import { parseEnv } from '../parse-env.js';
 import { checkPem, readPrivateKey } from './private-key.js';
 
 const positiveInt = (what: string) =>

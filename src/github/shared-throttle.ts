@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { ProbotOctokit } from 'probot';
 import { redactUrl } from '../queue/redis-queue.js';
 
 /** GitHub: wait at least one second between POST, PATCH, PUT or DELETE requests. */
@@ -174,5 +175,22 @@ function isAuthRequest(method: string, pathname: string): boolean {
       (/^\/applications\/[^/]+\/token$/.test(pathname) ||
         /^\/app\/installations\/[^/]+\/access_tokens$/.test(pathname) ||
         pathname === '/login/oauth/access_token'))
+  );
+}
+
+/**
+ * The App's Octokit with the shared throttle under the options it is given (a class's own
+ * defaults still win: the tests' unspaced writes) and writes paced as they leave.
+ */
+export function withSharedThrottle(
+  Octokit: typeof ProbotOctokit,
+  throttle: SharedThrottle | undefined,
+): typeof ProbotOctokit {
+  if (!throttle) return Octokit;
+  return (Octokit.plugin(paceWrites as never) as typeof ProbotOctokit).defaults(
+    (options: Record<string, unknown>) => ({
+      ...options,
+      throttle: { ...throttle.options, ...(options.throttle as object) },
+    }),
   );
 }

@@ -7,6 +7,7 @@ export {
   type QueueDepth,
 } from './registry.js';
 export { fleetObserver } from './fleet-instruments.js';
+export { serviceMetrics } from './service-metrics.js';
 export {
   countDelivery,
   countRunResult,

@@ -69,12 +69,3 @@ function endpointName(url: URL): string {
   const path = url.pathname.replace(/\/+$/, '').replace(/\/v1$/, '');
   return `${url.hostname}:${port}${path}`;
 }
-
-/**
- * A value as it may be shown (for messages about a bad one): the `user:password@` of every URL
- * in it replaced, whatever the scheme and whatever the password holds (a comma, a space, an
- * `@`: a bad value is bad because of such things), up to the last `@` before the path.
- */
-export function hideUrlPasswords(text: string): string {
-  return text.replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/]*@/gi, '$1***@');
-}

@@ -2,10 +2,10 @@
 // the store (Redis when FROGNANO_REDIS_URL is set, so every worker shares the cap; else this
 // process alone).
 import type { Logger } from 'pino';
-import { DEFAULT_MODEL_MAX_LOOPS } from '../config.js';
 import { ModelConfig, type ModelConfigInput } from '../leaf/openai-model.js';
 import { parseEndpoints, splitModelUrls } from './endpoint-url.js';
 import { ModelFleet, type FleetObserver } from './fleet.js';
+import { DEFAULT_MODEL_MAX_LOOPS } from './fleet-types.js';
 import type { FleetStore } from './fleet-store.js';
 import { MemoryFleetStore } from './memory-store.js';
 import { RedisFleetStore } from './redis-store.js';

@@ -1,7 +1,7 @@
 // Which backend a process uses: BullMQ on Redis when FROGNANO_REDIS_URL is set (serve and
 // workers on many hosts), else the embedded SQLite queue in the data directory.
 import { z } from 'zod';
-import { ConfigError, parseEnv } from '../config.js';
+import { ConfigError, parseEnv } from '../parse-env.js';
 import { RedisQueue } from './redis-queue.js';
 import { SqliteQueue } from './sqlite-queue.js';
 import type { Queue } from './types.js';

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { Queue } from '../queue/types.js';
 import { DEFAULT_ARTIFACT_TTL_SECONDS } from '../queue/read-run-artifact.js';
 import type { RunResult } from '../runner/run-types.js';
-import { RUN_RECORD_FILE, attemptTrajectoryName } from '../web/index.js';
+import { RUN_RECORD_FILE, attemptTrajectoryName } from '../data-dir.js';
 
 export async function shareRunFiles<J>(
   queue: Queue<J>,

@@ -5,6 +5,7 @@
 // this data directory's instance and whose owning process is provably gone (owner.ts),
 // directories by their run marker. Another instance's, a live `frognano solve`'s, and those
 // without an owner are left alone.
+import { dataPaths } from '../data-dir.js';
 import { existingInstanceId } from '../instance-id.js';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -12,6 +13,7 @@ import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { ATTEMPT_IMAGE_REPOSITORY, LABEL_ATTEMPT_BASE } from './attempt-base-image.js';
 import { LABEL_RUN } from './docker-sandbox.js';
+import { connectDocker } from './docker-engine.js';
 import {
   LABEL_OWNER,
   LABEL_OWNER_PROCESS,
@@ -221,4 +223,19 @@ async function reapWorkDirs(
     log?.info({ runId }, 'reaped work directory');
   }
   return count;
+}
+
+/**
+ * The reaper a starting worker runs on what dead runs of its data directory left: their
+ * containers (with the Docker sandbox) and their work directories.
+ */
+export function reapDeadRuns(
+  config: { sandbox: 'docker' | 'local'; dataDir: string },
+  env: NodeJS.ProcessEnv,
+  log: Logger,
+): (liveRunIds: string[]) => Promise<void> {
+  return async (liveRunIds) => {
+    const docker = config.sandbox === 'docker' ? connectDocker(env) : undefined;
+    await reap(docker, { liveRunIds, workRoot: dataPaths.runsDir(config.dataDir), log });
+  };
 }

@@ -4,10 +4,8 @@ export { renderRunPage } from './render-run-page.js';
 export { writeRunPage } from './write-run-page.js';
 export { runPageHandler, runPageUrl, liveUpdate } from './run-page-handler.js';
 export {
-  attemptTrajectoryName,
   filesIn,
   readAttemptTrajectories,
-  RUN_RECORD_FILE,
   recordingRunResults,
   readRunRecord,
   readTrajectory,

@@ -1,8 +1,20 @@
 // The runs as the web pages and `frognano runs` see them, behind one small async interface, so a
 // shared queue backend only has to implement `RunListing`.
-import type { IssueJob } from '../github/job.js';
 import type { Queue, RunRecord, RunState } from '../queue/types.js';
 import { readRunRecord, readTrajectory, type RunFiles } from './run-record.js';
+
+/**
+ * What the pages show of a run's job: github/job.ts's `IssueJob` has it all. Named here, not
+ * imported, because the GitHub room sits above this one (it links the run pages).
+ */
+export interface ListedJob {
+  owner: string;
+  repo: string;
+  issueNumber: number;
+  issueTitle: string;
+  source: 'label' | 'retry' | 'review';
+  sender: { login: string };
+}
 
 export interface RunSummary {
   id: string;
@@ -40,7 +52,7 @@ export interface RunListing {
   files(id: string): RunFiles;
 }
 
-export function triggerOf(job: Pick<IssueJob, 'source' | 'sender'>): string {
+export function triggerOf(job: Pick<ListedJob, 'source' | 'sender'>): string {
   const how =
     job.source === 'retry'
       ? '/frognano retry'
@@ -52,7 +64,7 @@ export function triggerOf(job: Pick<IssueJob, 'source' | 'sender'>): string {
 
 /** The listing over the queue (SQLite or Redis, through the async queue door). */
 export function queueRunListing(
-  queue: Pick<Queue<IssueJob>, 'list' | 'get'>,
+  queue: Pick<Queue<ListedJob>, 'list' | 'get'>,
   options: {
     gitBaseUrl: string;
     /** A run's files: its worker's output directory, or the shared queue for another host's. */
@@ -60,7 +72,7 @@ export function queueRunListing(
   },
 ): RunListing {
   const { files } = options;
-  const summarize = async (run: RunRecord<IssueJob>) => {
+  const summarize = async (run: RunRecord<ListedJob>) => {
     const { job } = run;
     const repo = `${job.owner}/${job.repo}`;
     const summary: RunSummary = {

@@ -4,8 +4,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Trajectory, writeFileAtomic } from '../leaf/trajectory.js';
 import type { RunRequest, RunResult } from '../runner/run-types.js';
-
-export const RUN_RECORD_FILE = 'run.json';
+import { RUN_RECORD_FILE, attemptTrajectoryName } from '../data-dir.js';
 
 export interface RunRecordFile {
   model?: string;
@@ -58,11 +57,6 @@ export async function readTrajectory(
   } catch {
     return undefined;
   }
-}
-
-/** Where attempt K's trajectory is among a run's files (attempt 1's is `trajectory.json`). */
-export function attemptTrajectoryName(attempt: number): string {
-  return attempt === 1 ? 'trajectory.json' : `attempt-${attempt}/trajectory.json`;
 }
 
 /** The trajectories of attempts 2..N of a run with several (attempt 1's is `trajectory.json`). */

@@ -4,7 +4,7 @@
 // fake GitHub, a real git remote.
 import { execFileSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { WORKFLOW_TOKEN_STARTS_NO_CI } from '../../src/action/action-ci.js';
+import { WORKFLOW_TOKEN_STARTS_NO_CI } from '../../src/action/action-replies.js';
 import { mockBotIdentity, mockGitHub, REPO_PATH } from '../github/helpers/app-harness.js';
 import { testPrivateKey } from '../github/helpers/github.js';
 import { commentPayload } from '../github/helpers/payloads.js';

@@ -3,7 +3,7 @@
 // `/frognano`. Nothing of the first run's data directory is there: the second learns the pull
 // request is the bot's, which issue it answers and where it started from GitHub alone.
 import { afterEach, describe, expect, it } from 'vitest';
-import { ATTEMPTS_NOT_KEPT } from '../../src/action/action-use.js';
+import { ATTEMPTS_NOT_KEPT } from '../../src/action/action-replies.js';
 import { PYTHON, REPO_PATH } from '../github/helpers/app-harness.js';
 import { commentPayload } from '../github/helpers/payloads.js';
 import { startActionHarness, type ActionHarness } from './helpers/action-harness.js';

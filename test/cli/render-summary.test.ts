@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderSummary } from '../../src/commands/render-summary.js';
+import { renderSummary } from '../../src/github/publishing/render-summary.js';
 import { renderPrBody } from '../../src/github/publishing/pr-body.js';
 import type { RunResult } from '../../src/runner/run-types.js';
 import { attemptSummary, runResult, SAMPLE_PATCH } from '../github/helpers/run-result.js';

@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runLeaf, isContextOverflowError, type LeafRunOptions } from '../../src/leaf/loop.js';
 import type { ChatMessage } from '../../src/leaf/messages.js';
 import type { Model } from '../../src/leaf/model.js';
-import { modelConfigFrom } from '../../src/commands/model-config-from.js';
+import { modelConfigFrom } from '../../src/model-fleet/model-config-from.js';
 import { loadProcessConfig } from '../../src/config.js';
 import { createOpenAIModel } from '../../src/leaf/openai-model.js';
 import { DEFAULT_REQUEST, SYSTEM_PROMPT, TOOL_SCHEMAS } from '../../src/leaf/protocol.js';

@@ -19,7 +19,7 @@ import { DEFAULT_SANDBOX_IMAGE, LABEL_RUN } from '../../src/sandbox/docker-sandb
 import { runPipeline, type PipelineDeps } from '../../src/runner/run.js';
 import type { RunRequest } from '../../src/runner/run-types.js';
 import { testPassed } from '../../src/runner/test-report.js';
-import { renderSummary } from '../../src/commands/render-summary.js';
+import { renderSummary } from '../../src/github/publishing/render-summary.js';
 import {
   SNAPSHOT_KEY_LABEL,
   SNAPSHOT_LABEL,

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { renderSummary } from '../../src/commands/render-summary.js';
+import { renderSummary } from '../../src/github/publishing/render-summary.js';
 import { describeResult } from '../../src/github/status/status-comment.js';
 import { runPipeline } from '../../src/runner/run.js';
 import { connectDocker } from '../../src/sandbox/docker-engine.js';

@@ -1,5 +1,7 @@
-// The import graph of a source tree, read with TypeScript's parser (type-only imports count:
-// a cycle of types is still two rooms that cannot be read apart).
+// The import graph of a source tree, read with TypeScript's parser. Every way one module can
+// reach another is an edge: `import … from`, `export … from`, a dynamic `import('…')` anywhere
+// in the code, and `import('…')` in a type. Type-only imports count too: a cycle of types is
+// still two rooms that cannot be read apart, so a room may not name a type of a room above it.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
@@ -12,24 +14,65 @@ export function sourceGraph(dir: string): SourceGraph {
   const graph: SourceGraph = new Map();
   for (const file of tsFiles(root)) {
     const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022);
-    const targets: string[] = [];
-    for (const statement of source.statements) {
-      const spec =
-        (ts.isImportDeclaration(statement) || ts.isExportDeclaration(statement)) &&
-        statement.moduleSpecifier &&
-        ts.isStringLiteral(statement.moduleSpecifier)
-          ? statement.moduleSpecifier.text
-          : undefined;
-      if (!spec) continue;
-      targets.push(
-        spec.startsWith('.')
-          ? relative(root, resolve(dirname(file), spec.replace(/\.js$/, '.ts')))
-          : `pkg:${packageName(spec)}`,
-      );
-    }
+    const targets = moduleSpecifiers(source).map((spec) =>
+      spec.startsWith('.')
+        ? relative(root, resolve(dirname(file), spec.replace(/\.js$/, '.ts')))
+        : `pkg:${packageName(spec)}`,
+    );
     graph.set(relative(root, file), targets);
   }
   return graph;
+}
+
+/** The specifiers a module names: static, re-exported, dynamic and in types. */
+export function moduleSpecifiers(source: ts.SourceFile): string[] {
+  const specs: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if (
+      (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
+      specs.push(node.moduleSpecifier.text);
+    } else if (
+      ts.isCallExpression(node) &&
+      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      node.arguments[0] &&
+      ts.isStringLiteralLike(node.arguments[0])
+    ) {
+      specs.push(node.arguments[0].text);
+    } else if (
+      ts.isImportTypeNode(node) &&
+      ts.isLiteralTypeNode(node.argument) &&
+      ts.isStringLiteral(node.argument.literal)
+    ) {
+      specs.push(node.argument.literal.text);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return specs;
+}
+
+/** Top-level room of a module path relative to src/ (`github/intake/x.ts` → `github`). */
+export function roomOf(file: string): string {
+  const first = file.split('/')[0] as string;
+  return first.endsWith('.ts') ? first.slice(0, -3) : first;
+}
+
+/** The same graph between rooms: a room → the rooms (and packages) its modules import. */
+export function roomGraph(graph: SourceGraph): SourceGraph {
+  const rooms = new Map<string, Set<string>>();
+  for (const [file, targets] of graph) {
+    const from = roomOf(file);
+    const to = rooms.get(from) ?? new Set<string>();
+    rooms.set(from, to);
+    for (const target of targets) {
+      const room = target.startsWith('pkg:') ? target : roomOf(target);
+      if (room !== from) to.add(room);
+    }
+  }
+  return new Map([...rooms].map(([room, to]) => [room, [...to].sort()]));
 }
 
 /** Every strongly connected group of more than one module (Tarjan), each sorted. */

@@ -1,6 +1,12 @@
 // The intake room's door: webhook deliveries become decisions (triggers, commands, permission
 // checks) and queued runs; the webhook body guard keeps hostile bodies out first.
-export { Intake, type AcceptedTrigger } from './intake.js';
+export {
+  Intake,
+  repoKey,
+  statusCommentId,
+  type AcceptedTrigger,
+  type IntakeDeps,
+} from './intake.js';
 export { hasWriteAccess } from './permission-check.js';
 export { decideTrigger, issueKey } from './triggers.js';
 export {

@@ -4,35 +4,18 @@
 // workflows run on the patch. Fast-forward only: a plain push of a child of the head we read,
 // never forced (a push that raced us is not overwritten). Whose pull request it is and whether
 // the sender may write were checked by intake before this runs.
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Logger } from 'pino';
-import { redactSecrets, registerSecret } from '../../redact.js';
-import type { GitHubClient } from '../octokit.js';
-import { dataPaths } from '../../data-dir.js';
 import {
-  gitEnvironment,
-  noreplyDomainFor,
-  resolveBotIdentity,
-  runGit,
-  type BotIdentity,
-  type GitRunner,
-} from './publish.js';
+  failureLine,
+  inScratchClone,
+  prCommand,
+  type PrCommandDeps,
+  type PrCommandTarget,
+} from './pr-command.js';
 
-export interface CiCommitParams {
-  octokit: GitHubClient;
-  owner: string;
-  repo: string;
-  pullNumber: number;
-  /** The person who commented (already permission-checked). */
-  by: { login: string; id: number };
-  gitUrl: string;
-  mintToken: () => Promise<string>;
-  workRoot: string;
-  bot: BotIdentity;
-  log: Logger;
-  git?: GitRunner;
-}
+/** The pull request and who asked (already permission-checked), and how to push. */
+export type CiCommitParams = PrCommandTarget;
 
 export type CiCommitOutcome =
   | { kind: 'pushed'; commit: string }
@@ -70,32 +53,7 @@ async function commitEmpty(
   p: CiCommitParams,
   c: { branch: string; head: string },
 ): Promise<string> {
-  const git = p.git ?? runGit;
-  await mkdir(p.workRoot, { recursive: true });
-  const dir = await mkdtemp(join(p.workRoot, 'ci-'));
-  const tree = join(dir, 'tree');
-  const home = join(dir, 'home');
-  await mkdir(tree);
-  await mkdir(home);
-  try {
-    const token = await p.mintToken();
-    registerSecret(token);
-    const env = {
-      ...gitEnvironment(home, p.gitUrl, token),
-      GIT_AUTHOR_NAME: p.bot.name,
-      GIT_AUTHOR_EMAIL: p.bot.email,
-      GIT_COMMITTER_NAME: p.bot.name,
-      GIT_COMMITTER_EMAIL: p.bot.email,
-    };
-    const run = async (args: string[], what: string): Promise<string> => {
-      const r = await git(args, { cwd: tree, env });
-      if (r.code !== 0)
-        throw new Error(
-          `${what} failed: ${redactSecrets(r.stderr.trim() || r.stdout.trim()).slice(-2000)}`,
-        );
-      return r.stdout;
-    };
-    await run(['init', '-q'], 'git init');
+  return inScratchClone(p, 'ci-', async (run, dir) => {
     await run(
       ['fetch', '-q', '--no-tags', '--depth=1', p.gitUrl, `refs/heads/${c.branch}`],
       'fetching the branch',
@@ -113,9 +71,7 @@ async function commitEmpty(
     // No force: the push is a fast-forward or it fails.
     await run(['push', '-q', p.gitUrl, `${commit}:refs/heads/${c.branch}`], `pushing ${c.branch}`);
     return commit;
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 /** The reply to the person who asked, after `@login, `. */
@@ -127,62 +83,15 @@ export function ciReply(outcome: CiCommitOutcome): string {
 
 /** A failure, answered: a retried delivery must not push twice. */
 export function ciFailedReply(error: unknown): string {
-  return `pushing the CI commit failed: ${redactSecrets(error instanceof Error ? error.message : String(error)).split('\n')[0]}`;
+  return `pushing the CI commit failed: ${failureLine(error)}`;
 }
 
-export interface CiCommandDeps {
-  gitBaseUrl: string;
-  dataDir: string;
-  /** The App's own client (JWT): mints installation tokens, names the bot. */
-  appAuth: () => Promise<GitHubClient>;
-  botIdentity?: BotIdentity;
-  log: Logger;
-  git?: GitRunner;
-}
-
-type CiDecision = { owner: string; repo: string; issueNumber: number; installationId: number } & {
-  sender: { login: string; id: number };
-};
-
-/** Intake's `onCi` for the App: pushes with an installation token, answers in one sentence. */
-export function ciCommandHandler(deps: CiCommandDeps) {
-  let identity: Promise<BotIdentity> | undefined;
-  const bot = (installation: GitHubClient): Promise<BotIdentity> => {
-    if (deps.botIdentity) return Promise.resolve(deps.botIdentity);
-    identity ??= deps
-      .appAuth()
-      .then((app) => resolveBotIdentity({ app, installation }, noreplyDomainFor(deps.gitBaseUrl)));
-    identity.catch(() => (identity = undefined));
-    return identity;
-  };
-  return async (decision: CiDecision, octokit: GitHubClient): Promise<string> => {
-    const log = deps.log.child({
-      pr: `${decision.owner}/${decision.repo}#${decision.issueNumber}`,
-    });
-    try {
-      const outcome = await pushCiCommit({
-        octokit,
-        owner: decision.owner,
-        repo: decision.repo,
-        pullNumber: decision.issueNumber,
-        by: decision.sender,
-        gitUrl: `${deps.gitBaseUrl}/${decision.owner}/${decision.repo}.git`,
-        mintToken: async () => {
-          const app = await deps.appAuth();
-          const { data } = await app.rest.apps.createInstallationAccessToken({
-            installation_id: decision.installationId,
-          });
-          return data.token;
-        },
-        workRoot: dataPaths.publishDir(deps.dataDir),
-        bot: await bot(octokit),
-        log,
-        ...(deps.git ? { git: deps.git } : {}),
-      });
-      return ciReply(outcome);
-    } catch (error) {
-      log.error({ err: error }, '/frognano ci failed');
-      return ciFailedReply(error);
-    }
-  };
+/** Intake's `onCi`: pushes with an installation token, answers in one sentence. */
+export function ciCommandHandler(deps: PrCommandDeps) {
+  return prCommand(
+    deps,
+    '/frognano ci',
+    async (target) => ciReply(await pushCiCommit(target)),
+    ciFailedReply,
+  );
 }

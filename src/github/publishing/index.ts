@@ -9,7 +9,7 @@ export {
   publishFollowUp,
   type FollowUpBrief,
 } from './follow-up.js';
-export { prunePendingPublishes } from './pending-publish.js';
+export { removePublishLeftovers } from './publish-leftovers.js';
 export { attemptsTable, changesSection, trajectoryTable, verdictLine } from './pr-body.js';
 export {
   finishPublish,
@@ -20,12 +20,12 @@ export {
 } from './publish-run.js';
 export {
   noreplyDomainFor,
-  removeStalePublishDirs,
   resolveBotIdentity,
   type BotIdentity,
   type GitRunner,
 } from './publish.js';
 export { publishedRun } from './published-run.js';
+export { renderSummary, type SummaryMeta } from './render-summary.js';
 export { REVISION_NOTE, issueNumberOfBranch, type PublishedAttempt } from './revision-record.js';
 export { servedBySection } from './served-by.js';
 export { runtimeWords } from './runtime-words.js';

@@ -4,13 +4,8 @@
 // made the run); a new selection is saved to both, so every host shows the same.
 import type { Queue } from '../../queue/types.js';
 import { DEFAULT_ARTIFACT_TTL_SECONDS, runArtifacts } from '../../queue/read-run-artifact.js';
-import {
-  RUN_RECORD_FILE,
-  filesIn,
-  readRunRecord,
-  runPageUrl,
-  writeRunRecord,
-} from '../../web/index.js';
+import { filesIn, readRunRecord, runPageUrl, writeRunRecord } from '../../web/index.js';
+import { RUN_RECORD_FILE } from '../../data-dir.js';
 import { issueKey, type IssueJob } from '../job.js';
 import type { RunResult } from '../../runner/run-types.js';
 import { runOutDir } from '../../data-dir.js';

@@ -2,25 +2,23 @@
 // patch (kept with the run) as ONE new commit on top of the branch (a fast-forward), and
 // re-render the description with K as the published attempt. The patch is applied to a clean
 // clone at the commit the run started from, as publishing does; the sandbox is not involved.
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { redactSecrets, registerSecret } from '../../redact.js';
 import type { AttemptSummary, RunResult } from '../../runner/run-types.js';
 import type { GitHubClient } from '../octokit.js';
 import { renderPrBody } from './pr-body.js';
 import type { Queue } from '../../queue/types.js';
 import type { IssueJob } from '../job.js';
 import {
-  gitEnvironment,
-  noreplyDomainFor,
-  resolveBotIdentity,
-  runGit,
-  type BotIdentity,
-  type GitRunner,
-} from './publish.js';
+  failureLine,
+  inScratchClone,
+  prCommand,
+  type PrCommandDecision,
+  type PrCommandDeps,
+} from './pr-command.js';
+import { noreplyDomainFor, type BotIdentity, type GitRunner } from './publish.js';
 import { publishedRun, type PublishedRun } from './published-run.js';
-import { dataPaths } from '../../data-dir.js';
 
 export type { PublishedRun } from './published-run.js';
 
@@ -127,32 +125,7 @@ async function commitAttempt(
   p: UseAttemptParams,
   c: { branch: string; head: string; baseCommit: string; patch: string; message: string },
 ): Promise<string> {
-  const git = p.git ?? runGit;
-  await mkdir(p.workRoot, { recursive: true });
-  const dir = await mkdtemp(join(p.workRoot, 'use-'));
-  const tree = join(dir, 'tree');
-  const home = join(dir, 'home');
-  await mkdir(tree);
-  await mkdir(home);
-  try {
-    const token = await p.mintToken();
-    registerSecret(token);
-    const env = {
-      ...gitEnvironment(home, p.gitUrl, token),
-      GIT_AUTHOR_NAME: p.bot.name,
-      GIT_AUTHOR_EMAIL: p.bot.email,
-      GIT_COMMITTER_NAME: p.bot.name,
-      GIT_COMMITTER_EMAIL: p.bot.email,
-    };
-    const run = async (args: string[], what: string): Promise<string> => {
-      const r = await git(args, { cwd: tree, env });
-      if (r.code !== 0)
-        throw new Error(
-          `${what} failed: ${redactSecrets(r.stderr.trim() || r.stdout.trim()).slice(-2000)}`,
-        );
-      return r.stdout;
-    };
-    await run(['init', '-q'], 'git init');
+  return inScratchClone(p, 'use-', async (run, dir) => {
     await run(
       ['fetch', '-q', '--no-tags', '--depth=1', p.gitUrl, c.baseCommit, `refs/heads/${c.branch}`],
       'fetching the base commit and the branch',
@@ -178,9 +151,7 @@ async function commitAttempt(
       `pushing ${c.branch}`,
     );
     return commit;
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 function useMessage(p: UseAttemptParams, k: number, issueNumber: number, runId: string): string {
@@ -238,18 +209,16 @@ export function withSelected(result: RunResult, attempt: number, by: string): Ru
   return switched;
 }
 
-export interface UseCommandDeps {
+export interface UseCommandDeps extends PrCommandDeps {
   queue: Queue<IssueJob>;
-  dataDir: string;
   /** How long a run record saved to a shared queue is kept (FROGNANO_RETENTION_DAYS). */
   artifactTtlSeconds?: number;
-  gitBaseUrl: string;
   publicUrl?: string;
-  /** The App's own client (JWT): mints installation tokens, names the bot. */
-  appAuth: () => Promise<GitHubClient>;
-  botIdentity?: BotIdentity;
-  log: Logger;
-  git?: GitRunner;
+  /**
+   * The reply when no record of the run is kept here at all (the Action: a workflow run keeps
+   * its attempts in RUNNER_TEMP); default: the refusal's own reason.
+   */
+  notKeptReply?: string;
 }
 
 /**
@@ -258,54 +227,26 @@ export interface UseCommandDeps {
  * delivery must not push twice.
  */
 export function useCommandHandler(deps: UseCommandDeps) {
-  let identity: Promise<BotIdentity> | undefined;
-  const bot = (installation: GitHubClient): Promise<BotIdentity> => {
-    if (deps.botIdentity) return Promise.resolve(deps.botIdentity);
-    identity ??= deps
-      .appAuth()
-      .then((app) => resolveBotIdentity({ app, installation }, noreplyDomainFor(deps.gitBaseUrl)));
-    identity.catch(() => (identity = undefined));
-    return identity;
-  };
-  return async (
-    decision: { owner: string; repo: string; issueNumber: number; installationId: number } & {
-      attempt: number | undefined;
-      sender: { login: string; id: number };
-    },
-    octokit: GitHubClient,
-  ): Promise<string> => {
-    const log = deps.log.child({
-      pr: `${decision.owner}/${decision.repo}#${decision.issueNumber}`,
-    });
-    try {
+  return prCommand<PrCommandDecision & { attempt: number | undefined }>(
+    deps,
+    '/frognano use',
+    async (target, decision) => {
+      let kept = true;
       const outcome = await useAttempt({
-        octokit,
-        owner: decision.owner,
-        repo: decision.repo,
-        pullNumber: decision.issueNumber,
+        ...target,
         attempt: decision.attempt,
-        by: decision.sender,
-        findRun: (issueNumber) => publishedRun(deps, decision, issueNumber),
-        gitUrl: `${deps.gitBaseUrl}/${decision.owner}/${decision.repo}.git`,
-        mintToken: async () => {
-          const app = await deps.appAuth();
-          const { data } = await app.rest.apps.createInstallationAccessToken({
-            installation_id: decision.installationId,
-          });
-          return data.token;
+        findRun: async (issueNumber) => {
+          const run = await publishedRun(deps, decision, issueNumber);
+          kept = run !== undefined;
+          return run;
         },
-        workRoot: dataPaths.publishDir(deps.dataDir),
-        bot: await bot(octokit),
         noreplyDomain: noreplyDomainFor(deps.gitBaseUrl),
-        log,
-        ...(deps.git ? { git: deps.git } : {}),
       });
-      return outcome.kind === 'switched'
-        ? `switched this pull request to attempt ${outcome.attempt} (commit ${outcome.commit.slice(0, 12)}).`
-        : `nothing changed: ${outcome.reason}`;
-    } catch (error) {
-      log.error({ err: error }, '/frognano use failed');
-      return `switching failed: ${redactSecrets(error instanceof Error ? error.message : String(error)).split('\n')[0]}`;
-    }
-  };
+      if (outcome.kind === 'switched') {
+        return `switched this pull request to attempt ${outcome.attempt} (commit ${outcome.commit.slice(0, 12)}).`;
+      }
+      return !kept && deps.notKeptReply ? deps.notKeptReply : `nothing changed: ${outcome.reason}`;
+    },
+    (error) => `switching failed: ${failureLine(error)}`,
+  );
 }

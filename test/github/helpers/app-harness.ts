@@ -12,7 +12,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import nock from 'nock';
 import pino from 'pino';
-import { startApp, type RunningApp } from '../../../src/app.js';
+import {
+  startApp,
+  type AppParts,
+  type RunningApp,
+  type StartAppOptions,
+} from '../../../src/app.js';
 import { reap } from '../../../src/sandbox/reap.js';
 import { RunQueue } from '../../../src/queue/queue.js';
 import { LABEL_RUN } from '../../../src/sandbox/docker-sandbox.js';
@@ -129,60 +134,66 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const gitServer = tokens
     ? await startGitHttpServer(join(root, 'git'), (token) => tokens.has(token))
     : undefined;
-  const app = await startAppOrCleanUp({
-    mode: options.mode ?? 'all',
-    log,
-    Octokit: options.pacedWrites ? PacedTestOctokit : AppTestOctokit,
-    pollMs: 50,
-    intakeRetryMs: 200,
-    ...(options.webhookBodyTimeoutMs ? { webhookBodyTimeoutMs: options.webhookBodyTimeoutMs } : {}),
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      APP_ID: '1',
-      PRIVATE_KEY: testPrivateKey(),
-      WEBHOOK_SECRET: SECRET,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      FROGNANO_DATA_DIR: dataDir,
-      FROGNANO_GIT_URL: gitServer?.url ?? `file://${join(root, 'git')}`,
-      FROGNANO_SANDBOX: sandbox,
-      FROGNANO_CONCURRENCY: String(options.concurrency ?? 1),
-      FROGNANO_STATUS_THROTTLE_MS: String(options.throttleMs ?? 0),
-      ...(options.botEnv
-        ? {
-            FROGNANO_BOT_NAME: 'frognano[bot]',
-            FROGNANO_BOT_EMAIL: '41898282+frognano[bot]@users.noreply.github.com',
-          }
+  const app = await startAppOrCleanUp(
+    {
+      mode: options.mode ?? 'all',
+      log,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        APP_ID: '1',
+        PRIVATE_KEY: testPrivateKey(),
+        WEBHOOK_SECRET: SECRET,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        FROGNANO_DATA_DIR: dataDir,
+        FROGNANO_GIT_URL: gitServer?.url ?? `file://${join(root, 'git')}`,
+        FROGNANO_SANDBOX: sandbox,
+        FROGNANO_CONCURRENCY: String(options.concurrency ?? 1),
+        FROGNANO_STATUS_THROTTLE_MS: String(options.throttleMs ?? 0),
+        ...(options.botEnv
+          ? {
+              FROGNANO_BOT_NAME: 'frognano[bot]',
+              FROGNANO_BOT_EMAIL: '41898282+frognano[bot]@users.noreply.github.com',
+            }
+          : {}),
+        FROGNANO_PUBLIC_URL: 'https://frognano.example.com',
+        LOG_LEVEL: 'silent',
+        ...options.env,
+      },
+    },
+    {
+      Octokit: options.pacedWrites ? PacedTestOctokit : AppTestOctokit,
+      pollMs: 50,
+      intakeRetryMs: 200,
+      ...(options.webhookBodyTimeoutMs
+        ? { webhookBodyTimeoutMs: options.webhookBodyTimeoutMs }
         : {}),
-      FROGNANO_PUBLIC_URL: 'https://frognano.example.com',
-      LOG_LEVEL: 'silent',
-      ...options.env,
+      runPipeline: (request) =>
+        runPipeline(request, {
+          modelConfig: { baseUrl: modelUrl, maxRetries: 0 },
+          dataDir,
+          localTempRoot: localTemp,
+          logger: silentLog,
+          handleSignals: false,
+          snapshots: { enabled: false },
+        }),
+      reapOrphans: async (liveRunIds) => {
+        const docker = sandbox === 'docker' ? connectDocker() : undefined;
+        await reap(docker, {
+          liveRunIds: [...liveRunIds, ...(await foreignRuns(docker, dataDir))],
+          workRoot: join(dataDir, 'runs'),
+          log: silentLog,
+        });
+      },
     },
-    runPipeline: (request) =>
-      runPipeline(request, {
-        modelConfig: { baseUrl: modelUrl, maxRetries: 0 },
-        dataDir,
-        localTempRoot: localTemp,
-        logger: silentLog,
-        handleSignals: false,
-        snapshots: { enabled: false },
-      }),
-    reapOrphans: async (liveRunIds) => {
-      const docker = sandbox === 'docker' ? connectDocker() : undefined;
-      await reap(docker, {
-        liveRunIds: [...liveRunIds, ...(await foreignRuns(docker, dataDir))],
-        workRoot: join(dataDir, 'runs'),
-        log: silentLog,
-      });
-    },
-  });
+  );
   const url = app.url as string;
 
   // A start that fails must not leave the temp tree or the model server behind.
-  async function startAppOrCleanUp(startOptions: Parameters<typeof startApp>[0]) {
+  async function startAppOrCleanUp(startOptions: StartAppOptions, parts: AppParts) {
     try {
-      return await startApp(startOptions);
+      return await startApp(startOptions, parts);
     } catch (error) {
       await gitServer?.close();
       if (!options.model) await model?.close();

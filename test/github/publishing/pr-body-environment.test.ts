@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { renderPrBody } from '../../../src/github/publishing/pr-body.js';
 import { verificationLine } from '../../../src/github/status/index.js';
-import { renderSummary } from '../../../src/commands/render-summary.js';
+import { renderSummary } from '../../../src/github/publishing/render-summary.js';
 import type { EnvironmentFacts, RunResult } from '../../../src/runner/run-types.js';
 import { runResult } from '../helpers/run-result.js';
 

@@ -3,7 +3,7 @@
 // inert there, whatever it holds.
 import { describe, expect, it } from 'vitest';
 import { renderPrBody } from '../../../src/github/publishing/pr-body.js';
-import { renderSummary } from '../../../src/commands/render-summary.js';
+import { renderSummary } from '../../../src/github/publishing/render-summary.js';
 import type { ModelEndpointRecord } from '../../../src/leaf/trajectory.js';
 import { attemptSummary, runResult } from '../helpers/run-result.js';
 import { headings, markdownTree, nodeTypes, section } from '../helpers/markdown-tree.js';

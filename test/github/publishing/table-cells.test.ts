@@ -4,7 +4,7 @@
 import type { Nodes, Table, TableRow } from 'mdast';
 import { describe, expect, it } from 'vitest';
 import { renderPrBody } from '../../../src/github/publishing/pr-body.js';
-import { renderSummary } from '../../../src/commands/render-summary.js';
+import { renderSummary } from '../../../src/github/publishing/render-summary.js';
 import { attemptSummary, runResult } from '../helpers/run-result.js';
 import { markdownTree, nodeTypes, plainText, section } from '../helpers/markdown-tree.js';
 

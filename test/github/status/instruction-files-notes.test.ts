@@ -5,7 +5,7 @@ import {
 } from '../../../src/github/status/instruction-files-notes.js';
 import { renderPrBody } from '../../../src/github/publishing/pr-body.js';
 import { renderStatus } from '../../../src/github/status/status-comment.js';
-import { renderSummary } from '../../../src/commands/render-summary.js';
+import { renderSummary } from '../../../src/github/publishing/render-summary.js';
 import type { InstructionFileUse } from '../../../src/runner/run-types.js';
 import { runResult } from '../helpers/run-result.js';
 

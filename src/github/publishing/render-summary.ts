@@ -3,27 +3,21 @@
 // a file name or a test's output cannot write a section of its own; the step table and the
 // diffstat are the PR body's own renderers.
 import path from 'node:path';
-import {
-  fence,
-  fileName,
-  inertQuote,
-  inlineCode,
-  tail,
-  visibleControls,
-} from '../github/markdown.js';
-import { redactSecrets } from '../redact.js';
-import { attemptsTable, changesSection, trajectoryTable } from '../github/publishing/index.js';
-import type { AttemptSummary, RunResult, TestResult } from '../runner/run-types.js';
-import { testPassed } from '../runner/test-report.js';
+import { fence, fileName, inertQuote, inlineCode, tail, visibleControls } from '../markdown.js';
+import { redactSecrets } from '../../redact.js';
+import type { AttemptSummary, RunResult, TestResult } from '../../runner/run-types.js';
+import { testPassed } from '../../runner/test-report.js';
 import {
   environmentLines,
   environmentProblem,
   instructionFileWords,
+  reportWords,
   testsInconclusive,
-} from '../github/status/index.js';
-import { reportWords } from '../github/status/index.js';
-import { runtimeWords, servedBySection, verdictLine } from '../github/publishing/index.js';
-import type { StopReason } from '../leaf/protocol.js';
+} from '../status/index.js';
+import type { StopReason } from '../../leaf/protocol.js';
+import { attemptsTable, changesSection, trajectoryTable, verdictLine } from './pr-body.js';
+import { runtimeWords } from './runtime-words.js';
+import { servedBySection } from './served-by.js';
 
 export interface SummaryMeta {
   /** The served model name the run used. */

@@ -2,14 +2,13 @@
 // --model-url), the request settings, FROGNANO_MODEL_MAX_LOOPS, and Redis when
 // FROGNANO_REDIS_URL is set (leases lapse after FROGNANO_LOST_WORKER_SECONDS, like a worker).
 import type { Logger } from 'pino';
-import type { ProcessConfig } from '../config.js';
-import type { FleetObserver, ModelFleet } from '../model-fleet/fleet.js';
-import { openModelFleet } from '../model-fleet/open-fleet.js';
 import { loadQueueConfig } from '../queue/open-queue.js';
-import { modelConfigFrom } from './model-config-from.js';
+import type { FleetObserver, ModelFleet } from './fleet.js';
+import { modelConfigFrom, type ModelSettings } from './model-config-from.js';
+import { openModelFleet } from './open-fleet.js';
 
 export function modelFleetFrom(
-  config: ProcessConfig,
+  config: ModelSettings & { FROGNANO_MODEL_MAX_LOOPS: number },
   env: NodeJS.ProcessEnv,
   options: {
     overrides?: { baseUrl?: string; model?: string };
