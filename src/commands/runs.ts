@@ -6,7 +6,7 @@ import { loadAppConfig } from '../github/app-config.js';
 import type { IssueJob } from '../github/job.js';
 import { dataPaths, runOutDir } from '../data-dir.js';
 import { openQueue, loadQueueConfig } from '../queue/open-queue.js';
-import type { RunState } from '../queue/queue.js';
+import type { RunState } from '../queue/sqlite-store.js';
 import { runArtifacts } from '../queue/read-run-artifact.js';
 import type { Queue } from '../queue/types.js';
 import type { RunResult, TestResult } from '../runner/run-types.js';

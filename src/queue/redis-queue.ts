@@ -31,7 +31,7 @@ import type {
   RunRecord,
   RunState,
 } from './types.js';
-import { DEFAULT_REPLAY_WINDOW_MS, type AdmitResult, type EnqueueResult } from './queue.js';
+import { DEFAULT_REPLAY_WINDOW_MS, type AdmitResult, type EnqueueResult } from './sqlite-store.js';
 import {
   ADMIT,
   CLAIM,

@@ -1,7 +1,7 @@
-// The embedded backend: today's SQLite RunQueue behind the async door. One data directory,
+// The embedded backend: today's SQLite SqliteStore behind the async door. One data directory,
 // shared by the processes of one host; nothing to copy, so artifacts stay on disk.
 import { randomUUID } from 'node:crypto';
-import { RunQueue, type QueueOptions } from './queue.js';
+import { SqliteStore, type QueueOptions } from './sqlite-store.js';
 import type {
   AdmitResult,
   EnqueueInput,
@@ -23,12 +23,12 @@ export class SqliteQueue<J = unknown> implements Queue<J> {
   readonly kind = 'sqlite' as const;
 
   constructor(
-    readonly runs: RunQueue<J>,
+    readonly runs: SqliteStore<J>,
     readonly exclusiveLockMs = 30_000,
   ) {}
 
   static open<J = unknown>(options: QueueOptions): SqliteQueue<J> {
-    return new SqliteQueue(RunQueue.open<J>(options), options.exclusiveLockMs);
+    return new SqliteQueue(SqliteStore.open<J>(options), options.exclusiveLockMs);
   }
 
   get concurrency(): number {
@@ -48,7 +48,7 @@ export class SqliteQueue<J = unknown> implements Queue<J> {
     return this.runs.recordDelivery(deliveryId, event, payload, bodySha256);
   }
 
-  async admit(input: Parameters<RunQueue<J>['admit']>[0]): Promise<AdmitResult<J>> {
+  async admit(input: Parameters<SqliteStore<J>['admit']>[0]): Promise<AdmitResult<J>> {
     return this.runs.admit(input);
   }
 

@@ -83,7 +83,7 @@ export class QueueSchemaError extends Error {
   override name = 'QueueSchemaError';
 }
 
-export class RunQueue<J = unknown> {
+export class SqliteStore<J = unknown> {
   readonly path: string;
   readonly concurrency: number;
   readonly maxAttempts: number;
@@ -151,11 +151,11 @@ export class RunQueue<J = unknown> {
     return this.#db.pragma('user_version', { simple: true }) as number;
   }
 
-  static open<J = unknown>(options: QueueOptions): RunQueue<J> {
+  static open<J = unknown>(options: QueueOptions): SqliteStore<J> {
     if (!Number.isInteger(options.concurrency) || options.concurrency < 1) {
       throw new Error(`queue concurrency must be a positive integer (got ${options.concurrency})`);
     }
-    return new RunQueue<J>(options);
+    return new SqliteStore<J>(options);
   }
 
   close(): void {
