@@ -9,7 +9,7 @@ import type { IssueJob } from '../github/job.js';
 import { noreplyDomainFor, type GitRunner } from '../github/publishing/index.js';
 import { publishedRun } from '../github/publishing/index.js';
 import { useAttempt } from '../github/publishing/index.js';
-import type { Queue } from '../queue/types.js';
+import type { RunArtifacts, RunReader } from '../queue/types.js';
 import { redactSecrets } from '../redact.js';
 import type { ActionGitHub } from './action-github.js';
 
@@ -17,7 +17,7 @@ export const ATTEMPTS_NOT_KEPT =
   "nothing changed: this workflow keeps no attempts between its runs (each starts on a fresh runner with an empty RUNNER_TEMP), so there is no other attempt to switch to. Comment `/frognano <what to change>` for a follow-up instead, or keep RUNNER_TEMP's frognano directory with actions/cache (see frognano's README).";
 
 export interface ActionUseDeps {
-  queue: Queue<IssueJob>;
+  queue: RunReader<IssueJob> & RunArtifacts;
   dataDir: string;
   gitBaseUrl: string;
   github: ActionGitHub;

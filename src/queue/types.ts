@@ -50,6 +50,7 @@ export interface RunStore<J = unknown> extends RunReader<J> {
   discard(id: string): Promise<boolean>;
   /** A queued run is cancelled at once; a running one is flagged for its worker. */
   requestCancel(key: string): Promise<{ run: RunRecord<J>; wasRunning: boolean } | undefined>;
+  /** Adds the GitHub REST calls spent on a run to its record (intake's, as the worker's). */
   addRestCalls(id: string, calls: number): Promise<void>;
   /** Deletes runs finished before `before`; their ids. */
   pruneFinished(before: number): Promise<string[]>;
@@ -78,6 +79,8 @@ export interface RunClaims<J = unknown> {
    */
   stillHeld(id: string): Promise<boolean>;
   isCancelRequested(id: string): Promise<boolean>;
+  /** Adds the GitHub REST calls spent on a run to its record (the worker's, as intake's). */
+  addRestCalls(id: string, calls: number): Promise<void>;
   /**
    * Runs whose process was lost: each goes back to the queue once, or is failed after
    * `maxAttempts` claims. sqlite: every run left `running` (call at start, one worker process);

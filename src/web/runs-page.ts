@@ -5,7 +5,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { RunState } from '../queue/sqlite-store.js';
+import type { RunState } from '../queue/types.js';
 import { cspHash, formatDuration, safeHref, text } from './html.js';
 import { runPageUrl } from './run-page-handler.js';
 import type { RunListing, RunSummary } from './run-listing.js';

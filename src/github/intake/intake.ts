@@ -17,7 +17,7 @@
 // not make every other repository of it wait; the person labelling issues acts in one
 // repository, and a repository is what the cap refusal can name.
 import type { Logger } from 'pino';
-import type { Queue, RunRecord } from '../../queue/types.js';
+import type { DeliveryLog, KeyLock, Notes, RunRecord, RunStore } from '../../queue/types.js';
 import type { GitHubClient } from '../octokit.js';
 import { issueKey, type IssueJob } from '../job.js';
 import { notOursLine, ownPullRequest } from '../publishing/index.js';
@@ -41,7 +41,8 @@ export type { AcceptedTrigger } from './trigger-types.js';
 const RETRY_FAILED_MS = 30_000;
 
 export interface IntakeDeps {
-  queue: Queue<IssueJob>;
+  /** Records deliveries, makes and stops runs, keeps the status comment's id under its lock. */
+  queue: DeliveryLog<IssueJob> & RunStore<IssueJob> & Notes & KeyLock;
   auth: (installationId: number) => Promise<GitHubClient>;
   log: Logger;
   /** A run became claimable (or a held one went away): wake the workers. */
@@ -568,7 +569,7 @@ export class Intake {
 }
 
 export async function statusCommentId(
-  queue: Queue<IssueJob>,
+  queue: Pick<Notes, 'getNote'>,
   key: string,
 ): Promise<number | undefined> {
   const note = await queue.getNote(key, STATUS_COMMENT_NOTE);

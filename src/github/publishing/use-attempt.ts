@@ -9,7 +9,7 @@ import { redactSecrets, registerSecret } from '../../redact.js';
 import type { AttemptSummary, RunResult } from '../../runner/run-types.js';
 import type { GitHubClient } from '../octokit.js';
 import { renderPrBody } from './pr-body.js';
-import type { Queue } from '../../queue/types.js';
+import type { RunArtifacts, RunReader } from '../../queue/types.js';
 import type { IssueJob } from '../job.js';
 import {
   gitEnvironment,
@@ -239,7 +239,7 @@ export function withSelected(result: RunResult, attempt: number, by: string): Ru
 }
 
 export interface UseCommandDeps {
-  queue: Queue<IssueJob>;
+  queue: RunReader<IssueJob> & RunArtifacts;
   dataDir: string;
   /** How long a run record saved to a shared queue is kept (FROGNANO_RETENTION_DAYS). */
   artifactTtlSeconds?: number;
