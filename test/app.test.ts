@@ -11,7 +11,7 @@ import { startApp } from '../src/app.js';
 import { MAX_WEBHOOK_BYTES } from '../src/github/intake/webhook-body-guard.js';
 import { createLogger, MAX_LOG_LINE } from '../src/log.js';
 import { decideTrigger } from '../src/github/intake/triggers.js';
-import { RunQueue } from '../src/queue/queue.js';
+import { SqliteStore } from '../src/queue/sqlite-store.js';
 import { finalAnswer } from './support/scripted-model-server.js';
 import {
   gate,
@@ -200,7 +200,7 @@ describe('durable intake', () => {
     const root = first.root;
     await first.app.stop();
     // What the webhook handler had recorded when the process died: the delivery, nothing more.
-    const queue = RunQueue.open({ dataDir, concurrency: 1 });
+    const queue = SqliteStore.open({ dataDir, concurrency: 1 });
     const decision = decideTrigger('issues', labeledPayload({ sender: maintainer }), {
       label: 'frognano',
     });
@@ -510,7 +510,7 @@ describe('cancel from another process', () => {
     });
     await held.reached;
     // `frognano serve` in another process records the cancel; this worker only sees SQLite.
-    const other = RunQueue.open({ dataDir: harness.dataDir, concurrency: 1 });
+    const other = SqliteStore.open({ dataDir: harness.dataDir, concurrency: 1 });
     const cancelled = other.requestCancel('codertocat/hello-world#1');
     other.close();
     expect(cancelled).toMatchObject({ wasRunning: true });
@@ -947,7 +947,7 @@ describe('retention', () => {
     const first = await startHarness();
     const { dataDir, root } = first;
     await first.stop({ keepFiles: true });
-    const queue = RunQueue.open({ dataDir, concurrency: 1 });
+    const queue = SqliteStore.open({ dataDir, concurrency: 1 });
     const make = (n: number) => {
       const r = queue.enqueue({ key: `k${n}`, job: { n } });
       if (r.status !== 'queued') throw new Error('not queued');

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Queue } from '../queue/types.js';
+import type { DeliveryLog, KeyLock, Notes, RunReader } from '../queue/types.js';
 import type { IssueJob } from './job.js';
 import type { KeyedLock } from './keyed-lock.js';
 import type { GitHubClient } from './octokit.js';
@@ -7,7 +7,8 @@ import type { BotIdentity, GitRunner } from './publishing/index.js';
 
 /** What GitHub's side of the runs needs: clients, the bot's identity, where to push. */
 export interface GitHubRunHostDeps {
-  queue: Queue<IssueJob>;
+  /** The runs' records, the notes and lock of the status comment and the published attempt. */
+  queue: RunReader<IssueJob> & Notes & KeyLock & Pick<DeliveryLog<IssueJob>, 'pendingDeliveries'>;
   auth: (installationId: number) => Promise<GitHubClient>;
   /**
    * A fresh installation token (one REST call). Through the App's client, so it honours the

@@ -3,7 +3,7 @@
 // (a worker on another host put it there). Names are plain file names, never paths.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Queue } from './types.js';
+import type { RunArtifacts } from './types.js';
 import { runOutDir } from '../data-dir.js';
 
 /** How long a run's shared files stay in a shared queue (bullmq), unless configured. */
@@ -15,7 +15,7 @@ const NAME = /^(?:attempt-[1-9]\d{0,2}\/)?\w[\w.-]*$/;
 
 export interface RunArtifactSource {
   dataDir: string;
-  queue?: Pick<Queue, 'getArtifact'>;
+  queue?: Pick<RunArtifacts, 'getArtifact'>;
 }
 
 /** The file's bytes, or undefined when neither place has it. */

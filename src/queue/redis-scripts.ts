@@ -1,5 +1,5 @@
 // The Redis queue's Lua scripts: each runs atomically, so a run's hash, its sets and its
-// tickets change together (the SQLite backend's transactions, queue.ts). Keys are described at
+// tickets change together (the SQLite backend's transactions, sqlite-runs.ts). Keys are described at
 // the top of redis-queue.ts.
 // KEYS: none (all keys derive from the prefix in ARGV[1]; one Redis, not a cluster).
 
@@ -31,7 +31,7 @@ end
 `;
 
 // The turn of a new run of a group: the current round, or one past the group's last turn
-// (queued or claimed), whichever is later (queue.ts `enqueue` says why).
+// (queued or claimed), whichever is later (sqlite-runs.ts `enqueue` says why).
 const ENQUEUE_FN = `${QUEUED_FN}
 local function next_turn(p, group)
   local last = -1

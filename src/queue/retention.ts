@@ -4,13 +4,13 @@
 import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { Queue } from './types.js';
+import type { RunStore } from './types.js';
 
 export const DEFAULT_RETENTION_DAYS = 30;
 const DAY_MS = 24 * 3600 * 1000;
 
 export interface RetentionOptions {
-  queue: Pick<Queue<unknown>, 'pruneFinished' | 'get'>;
+  queue: Pick<RunStore<unknown>, 'pruneFinished' | 'get'>;
   /** Holds one directory per run id (`<dir>/<runId>/trajectory.json`). */
   trajectoriesDir: string;
   retentionDays: number;

@@ -1,5 +1,5 @@
 // The embedded queue's SQLite schema: version 0 as first released, then the migrations that
-// take it forward (queue.ts runs them on open; PRAGMA user_version holds the version).
+// take it forward (sqlite-store.ts runs them on open; PRAGMA user_version holds the version).
 // Version 0: the schema as first released (no user_version). Kept verbatim so an old file and a
 // new one go through the same migrations.
 export const SCHEMA_V0 = `

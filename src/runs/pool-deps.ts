@@ -1,13 +1,14 @@
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/index.js';
-import type { Queue } from '../queue/types.js';
+import type { RunArtifacts, RunClaims, RunReader } from '../queue/types.js';
 import type { RunRequest, RunResult, SandboxKind } from '../runner/run-types.js';
 import type { RunHost } from './run-host.js';
 
 export type RunPipelineFn = (request: RunRequest) => Promise<RunResult>;
 
 export interface WorkerPoolDeps<J> {
-  queue: Queue<J>;
+  /** Claims and ends runs, reads their places, shares their files with other hosts. */
+  queue: RunClaims<J> & RunReader<J> & RunArtifacts;
   /** Where the runs were asked for: tells people and publishes (GitHub). */
   host: RunHost<J>;
   runPipeline: RunPipelineFn;

@@ -3,13 +3,13 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { Queue } from '../queue/types.js';
+import type { RunArtifacts } from '../queue/types.js';
 import { DEFAULT_ARTIFACT_TTL_SECONDS } from '../queue/read-run-artifact.js';
 import type { RunResult } from '../runner/run-types.js';
 import { RUN_RECORD_FILE, attemptTrajectoryName } from '../data-dir.js';
 
-export async function shareRunFiles<J>(
-  queue: Queue<J>,
+export async function shareRunFiles(
+  queue: RunArtifacts,
   run: { runId: string; outDir: string; result: RunResult; ttlSeconds?: number },
   log: Logger,
 ): Promise<void> {

@@ -1,6 +1,6 @@
 // The runs as the web pages and `frognano runs` see them, behind one small async interface, so a
 // shared queue backend only has to implement `RunListing`.
-import type { Queue, RunRecord, RunState } from '../queue/types.js';
+import type { RunReader, RunRecord, RunState } from '../queue/types.js';
 import { readRunRecord, readTrajectory, type RunFiles } from './run-record.js';
 
 /**
@@ -64,7 +64,7 @@ export function triggerOf(job: Pick<ListedJob, 'source' | 'sender'>): string {
 
 /** The listing over the queue (SQLite or Redis, through the async queue door). */
 export function queueRunListing(
-  queue: Pick<Queue<ListedJob>, 'list' | 'get'>,
+  queue: Pick<RunReader<ListedJob>, 'list' | 'get'>,
   options: {
     gitBaseUrl: string;
     /** A run's files: its worker's output directory, or the shared queue for another host's. */

@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { exchangeWebFlowCode } from '@octokit/oauth-methods';
 import { request } from '@octokit/request';
 import type { Logger } from 'pino';
-import type { RunState } from '../queue/queue.js';
+import type { RunState } from '../queue/types.js';
 import { cspHash, formatDuration, safeHref, text } from './html.js';
 import { runPageUrl } from './run-page-handler.js';
 import type { RunListing, RunSummary } from './run-listing.js';

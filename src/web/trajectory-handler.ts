@@ -2,9 +2,9 @@
 // host's data directory, else from the shared queue (the run was made on another host).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readRunArtifact } from '../queue/read-run-artifact.js';
-import type { Queue } from '../queue/types.js';
+import type { RunArtifacts } from '../queue/types.js';
 
-export function trajectoryHandler(dataDir: string, queue?: Pick<Queue, 'getArtifact'>) {
+export function trajectoryHandler(dataDir: string, queue?: Pick<RunArtifacts, 'getArtifact'>) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     const m = /^\/frognano\/runs\/([0-9a-f-]{36})\/trajectory\.json$/.exec(req.url ?? '');
     if (req.method !== 'GET' || !m) return false;

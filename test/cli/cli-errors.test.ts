@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { RunQueue } from '../../src/queue/queue.js';
+import { SqliteStore } from '../../src/queue/sqlite-store.js';
 import {
   startScriptedModelServer,
   type ScriptedModelServer,
@@ -200,7 +200,7 @@ describe('read-only commands write no state', () => {
 
   it('doctor and runs leave an existing queue as it was (no migration, no pruning)', async () => {
     const dataDir = path.join(work, 'data');
-    const queue = RunQueue.open({ dataDir, concurrency: 1 });
+    const queue = SqliteStore.open({ dataDir, concurrency: 1 });
     queue.recordDelivery('old-delivery', 'issues', { action: 'labeled' });
     queue.close();
     // A delivery recorded long ago: the App prunes it at its next start, a listing must not.

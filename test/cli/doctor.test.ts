@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { doctorCommand } from '../../src/commands/doctor.js';
-import { RunQueue } from '../../src/queue/queue.js';
+import { SqliteStore } from '../../src/queue/sqlite-store.js';
 import { DEFAULT_SANDBOX_IMAGE } from '../../src/sandbox/docker-sandbox.js';
 import {
   startScriptedModelServer,
@@ -71,7 +71,7 @@ const lineFor = (lines: string[], check: string) =>
 describeDocker('frognano doctor', () => {
   it('passes every check when all is in order, one ✓ line each', async () => {
     // The data directory and queue of an App that has started (a fresh one: cli-errors.test.ts).
-    RunQueue.open({ dataDir: path.join(work, 'data'), concurrency: 1 }).close();
+    SqliteStore.open({ dataDir: path.join(work, 'data'), concurrency: 1 }).close();
     const { code, lines } = await doctor(healthyEnv());
     expect(lines).toEqual([
       '✓ configuration: every variable is valid',

@@ -159,8 +159,8 @@ describeDocker('restart after a crash (real Docker, real process kill)', () => {
 
 /** Reads the run left behind by the killed process straight from its SQLite file. */
 async function startHarnessQueueView(dataDir: string): Promise<{ runId: string; state: string }> {
-  const { RunQueue } = await import('../../src/queue/queue.js');
-  const q = RunQueue.open({ dataDir, concurrency: 1 });
+  const { SqliteStore } = await import('../../src/queue/sqlite-store.js');
+  const q = SqliteStore.open({ dataDir, concurrency: 1 });
   try {
     const [run] = q.list();
     return { runId: run!.id, state: run!.state };

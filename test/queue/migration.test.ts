@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RunQueue, SCHEMA_VERSION } from '../../src/queue/queue.js';
+import { SqliteStore, SCHEMA_VERSION } from '../../src/queue/sqlite-store.js';
 
 // The schema exactly as the first release created it (no user_version), copied from git.
 const RELEASED_SCHEMA = `
@@ -67,10 +67,10 @@ function releasedDatabase(): void {
   db.close();
 }
 
-describe('RunQueue schema versions', () => {
+describe('SqliteStore schema versions', () => {
   it('migrates a database created by the released schema forward, keeping its rows', () => {
     releasedDatabase();
-    const q = RunQueue.open<{ n: number }>({ dataDir: dir, concurrency: 1 });
+    const q = SqliteStore.open<{ n: number }>({ dataDir: dir, concurrency: 1 });
     try {
       expect(q.schemaVersion()).toBe(SCHEMA_VERSION);
       expect(SCHEMA_VERSION).toBeGreaterThan(0);
@@ -93,14 +93,14 @@ describe('RunQueue schema versions', () => {
       q.close();
     }
     // Opening again is a no-op.
-    const again = RunQueue.open({ dataDir: dir, concurrency: 1 });
+    const again = SqliteStore.open({ dataDir: dir, concurrency: 1 });
     expect(again.schemaVersion()).toBe(SCHEMA_VERSION);
     expect(again.list()).toHaveLength(2);
     again.close();
   });
 
   it('a new database starts at the current version', () => {
-    const q = RunQueue.open({ dataDir: dir, concurrency: 1 });
+    const q = SqliteStore.open({ dataDir: dir, concurrency: 1 });
     expect(q.schemaVersion()).toBe(SCHEMA_VERSION);
     q.close();
   });
@@ -109,7 +109,7 @@ describe('RunQueue schema versions', () => {
     const db = new Database(join(dir, 'frognano.sqlite'));
     db.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
     db.close();
-    expect(() => RunQueue.open({ dataDir: dir, concurrency: 1 })).toThrow(
+    expect(() => SqliteStore.open({ dataDir: dir, concurrency: 1 })).toThrow(
       /schema version \d+, newer than this frognano-bot understands.*upgrade frognano-bot/,
     );
   });
@@ -117,9 +117,9 @@ describe('RunQueue schema versions', () => {
 
 describe('a read-only open (frognano runs)', () => {
   it('reads a current database without writing, and leaves an older one unmigrated', () => {
-    const current = RunQueue.open({ dataDir: dir, concurrency: 1 });
+    const current = SqliteStore.open({ dataDir: dir, concurrency: 1 });
     current.close();
-    const reader = RunQueue.open({ dataDir: dir, concurrency: 1, readOnly: true });
+    const reader = SqliteStore.open({ dataDir: dir, concurrency: 1, readOnly: true });
     expect(reader.list()).toEqual([]);
     // A listing that tried to write would fail: the connection is read-only.
     expect(() => reader.recordDelivery('d', 'issues', {})).toThrow(/readonly/);
@@ -127,7 +127,7 @@ describe('a read-only open (frognano runs)', () => {
 
     rmSync(join(dir, 'frognano.sqlite'));
     releasedDatabase();
-    expect(() => RunQueue.open({ dataDir: dir, concurrency: 1, readOnly: true })).toThrow(
+    expect(() => SqliteStore.open({ dataDir: dir, concurrency: 1, readOnly: true })).toThrow(
       `${join(dir, 'frognano.sqlite')} has schema version 0, older than this frognano-bot's (${SCHEMA_VERSION}): start the App once to migrate it, then list again`,
     );
     const db = new Database(join(dir, 'frognano.sqlite'), { readonly: true });
@@ -137,7 +137,7 @@ describe('a read-only open (frognano runs)', () => {
 
   it('makes no data directory', () => {
     expect(() =>
-      RunQueue.open({ dataDir: join(dir, 'missing'), concurrency: 1, readOnly: true }),
+      SqliteStore.open({ dataDir: join(dir, 'missing'), concurrency: 1, readOnly: true }),
     ).toThrow();
     expect(existsSync(join(dir, 'missing'))).toBe(false);
   });

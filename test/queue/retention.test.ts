@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync, existsSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RunQueue } from '../../src/queue/queue.js';
+import { SqliteStore } from '../../src/queue/sqlite-store.js';
 import { SqliteQueue } from '../../src/queue/sqlite-queue.js';
 import { pruneRetention } from '../../src/queue/retention.js';
 
@@ -24,7 +24,7 @@ function trajectory(id: string, ageDays = 0): string {
 
 describe('pruneRetention', () => {
   it('deletes finished runs and trajectories older than the retention, keeps the rest', async () => {
-    const q = RunQueue.open<{ n: number }>({ dataDir: dir, concurrency: 2 });
+    const q = SqliteStore.open<{ n: number }>({ dataDir: dir, concurrency: 2 });
     try {
       const make = (n: number) => {
         const r = q.enqueue({ key: `k${n}`, job: { n } });
@@ -74,7 +74,7 @@ describe('pruneRetention', () => {
   });
 
   it('copes with no trajectories directory', async () => {
-    const q = RunQueue.open({ dataDir: dir, concurrency: 1 });
+    const q = SqliteStore.open({ dataDir: dir, concurrency: 1 });
     try {
       expect(
         await pruneRetention({

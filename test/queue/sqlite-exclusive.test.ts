@@ -36,7 +36,7 @@ function open(): SqliteQueue {
 
 /** The lease's end as the database holds it (undefined: free). */
 function leaseEnd(q: SqliteQueue): number | undefined {
-  const note = q.runs.getNote(KEY, LOCK_NOTE);
+  const note = q.store.getNote(KEY, LOCK_NOTE);
   return note === undefined ? undefined : Number(note.split(' ')[1]);
 }
 
@@ -104,13 +104,13 @@ it('renews only its own lease: one taken over by another holder is left as it is
   const theirs = `someone-else ${Date.now() + 10_000}`;
   await q.exclusive(KEY, async () => {
     // As if this holder had stalled past the lease and another process had taken the lock.
-    q.runs.setNote(KEY, LOCK_NOTE, theirs);
+    q.store.setNote(KEY, LOCK_NOTE, theirs);
     await sleep(TTL_MS * 2);
-    seen = q.runs.getNote(KEY, LOCK_NOTE);
+    seen = q.store.getNote(KEY, LOCK_NOTE);
   });
   expect(seen).toBe(theirs);
   // Nor is it deleted on release.
-  expect(q.runs.getNote(KEY, LOCK_NOTE)).toBe(theirs);
+  expect(q.store.getNote(KEY, LOCK_NOTE)).toBe(theirs);
 });
 
 it('a holder killed with -9 mid-section stops renewing: its lease lapses and another process gets it', async () => {

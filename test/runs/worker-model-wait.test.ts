@@ -10,7 +10,7 @@ import type { IssueJob } from '../../src/github/job.js';
 import { KeyedLock } from '../../src/github/keyed-lock.js';
 import { createWorkerPool } from '../../src/github/create-worker-pool.js';
 import type { RunPipelineFn } from '../../src/runs/index.js';
-import { RunQueue } from '../../src/queue/queue.js';
+import { SqliteStore } from '../../src/queue/sqlite-store.js';
 import { SqliteQueue } from '../../src/queue/sqlite-queue.js';
 import { mockStatusComment, newGitHubMock } from '../github/helpers/app-harness.js';
 import { TEST_INSTALLATION_TOKEN, silentLog, testOctokit } from '../github/helpers/github.js';
@@ -39,7 +39,7 @@ const job: IssueJob = {
 async function runWith(runPipeline: RunPipelineFn) {
   const dataDir = mkdtempSync(join(tmpdir(), 'frognano-worker-model-wait-'));
   cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
-  const queue = RunQueue.open<IssueJob>({ dataDir, concurrency: 1 });
+  const queue = SqliteStore.open<IssueJob>({ dataDir, concurrency: 1 });
   cleanups.push(() => queue.close());
   const gh = newGitHubMock('nock');
   // The stand-in installation client's token, as if this mock had minted it.

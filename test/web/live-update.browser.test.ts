@@ -11,7 +11,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { IssueJob } from '../../src/github/job.js';
 import { runOutDir } from '../../src/data-dir.js';
-import { RunQueue } from '../../src/queue/queue.js';
+import { SqliteStore } from '../../src/queue/sqlite-store.js';
 import { SqliteQueue } from '../../src/queue/sqlite-queue.js';
 import { runPipeline } from '../../src/runner/run.js';
 import {
@@ -33,7 +33,7 @@ const HOSTILE = `<img src=x onerror="window.__pwned=1;alert(1)"></details><scrip
 const STEP_MS = 1500;
 
 let work: string;
-let queue: RunQueue<IssueJob>;
+let queue: SqliteStore<IssueJob>;
 let server: Server;
 let model: ScriptedModelServer;
 let browser: Browser;
@@ -41,7 +41,7 @@ let browser: Browser;
 describeBrowser('live run page (App handler, headless Chromium)', () => {
   beforeAll(async () => {
     work = await mkdtemp(path.join(tmpdir(), 'frognano-live-'));
-    queue = RunQueue.open<IssueJob>({ dataDir: path.join(work, 'data'), concurrency: 1 });
+    queue = SqliteStore.open<IssueJob>({ dataDir: path.join(work, 'data'), concurrency: 1 });
     const listing = queueRunListing(new SqliteQueue(queue), {
       gitBaseUrl: 'https://github.com',
       files: (id) => filesIn(runOutDir(path.join(work, 'data'), id)),

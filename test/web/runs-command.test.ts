@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IssueJob } from '../../src/github/job.js';
 import { runOutDir } from '../../src/data-dir.js';
-import { RunQueue } from '../../src/queue/queue.js';
+import { SqliteStore } from '../../src/queue/sqlite-store.js';
 import { RedisQueue } from '../../src/queue/redis-queue.js';
 import { writeRunRecord } from '../../src/web/index.js';
 import { runResult } from '../github/helpers/run-result.js';
@@ -51,7 +51,7 @@ function job(repo: string, n: number, title: string): IssueJob {
 describe('frognano runs', () => {
   beforeAll(async () => {
     dataDir = mkdtempSync(path.join(tmpdir(), 'frognano-runs-cli-'));
-    const queue = RunQueue.open<IssueJob>({ dataDir, concurrency: 1 });
+    const queue = SqliteStore.open<IssueJob>({ dataDir, concurrency: 1 });
     for (const [repo, n, title] of [
       ['calc', 1, 'done run \u001b[31mred\u001b[0m title'],
       ['calc', 2, 'running run'],
@@ -143,7 +143,7 @@ describe('frognano runs show: the environment', () => {
   let runId = '';
   beforeAll(async () => {
     envDataDir = mkdtempSync(path.join(tmpdir(), 'frognano-runs-env-'));
-    const queue = RunQueue.open<IssueJob>({ dataDir: envDataDir, concurrency: 1 });
+    const queue = SqliteStore.open<IssueJob>({ dataDir: envDataDir, concurrency: 1 });
     const r = queue.enqueue({ key: 'octo/calc#4', job: job('calc', 4, 'needs dateutil') });
     if (r.status !== 'queued') throw new Error(`not queued: ${r.status}`);
     runId = r.run.id;

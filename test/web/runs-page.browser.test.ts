@@ -11,7 +11,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { IssueJob } from '../../src/github/job.js';
 import { runOutDir } from '../../src/data-dir.js';
-import { RunQueue } from '../../src/queue/queue.js';
+import { SqliteStore } from '../../src/queue/sqlite-store.js';
 import { SqliteQueue } from '../../src/queue/sqlite-queue.js';
 import {
   filesIn,
@@ -27,7 +27,7 @@ const CLIENT_ID = 'Iv1.fakeclient0001';
 const CLIENT_SECRET = 'fake-client-secret-0123456789abcdef';
 
 let work: string;
-let queue: RunQueue<IssueJob>;
+let queue: SqliteStore<IssueJob>;
 let server: Server;
 let base: string;
 let fake: FakeGitHubOAuth;
@@ -52,7 +52,7 @@ describeBrowser('runs page behind GitHub sign-in (fake OAuth, headless Chromium)
   beforeAll(async () => {
     work = await mkdtemp(path.join(tmpdir(), 'frognano-runs-page-'));
     const dataDir = path.join(work, 'data');
-    queue = RunQueue.open<IssueJob>({ dataDir, concurrency: 5 });
+    queue = SqliteStore.open<IssueJob>({ dataDir, concurrency: 5 });
     for (const [owner, repo, n, title] of [
       ['octo', 'pushable', 1, 'Visible finished run'],
       ['octo', 'readonly', 2, 'Secret title of a read-only repo'],

@@ -3,7 +3,7 @@
 // worker when the run starts): the head to start from, the original issue, the previous diff's
 // base and evidence, and the feedback threads.
 import type { Logger } from 'pino';
-import type { Queue } from '../../queue/types.js';
+import type { Notes } from '../../queue/types.js';
 import { followUpTask } from '../../runner/follow-up-task.js';
 import type { RunRequest, RunResult } from '../../runner/run-types.js';
 import { issueKey, type IssueJob } from '../job.js';
@@ -45,7 +45,7 @@ export type OwnPullRequest =
  */
 export async function ownPullRequest(
   octokit: GitHubClient,
-  queue: Pick<Queue<unknown>, 'getNote'>,
+  queue: Pick<Notes, 'getNote'>,
   t: Target,
 ): Promise<OwnPullRequest> {
   const pr = await fetchPullRequest(octokit, {
@@ -80,7 +80,7 @@ export interface FollowUpBrief {
 /** The brief of a follow-up run, or a plain-words reason why there is none. */
 export async function prepareFollowUp(
   octokit: GitHubClient,
-  queue: Pick<Queue<unknown>, 'getNote'>,
+  queue: Pick<Notes, 'getNote'>,
   job: IssueJob,
 ): Promise<FollowUpBrief | { refused: string }> {
   const review = job.review;
@@ -128,7 +128,7 @@ export interface PublishFollowUpParams {
   job: IssueJob;
   result: RunResult;
   octokit: GitHubClient;
-  queue: Pick<Queue<unknown>, 'getNote' | 'setNote'>;
+  queue: Notes;
   mintToken: () => Promise<string>;
   gitUrl: string;
   workRoot: string;

@@ -25,12 +25,12 @@ import {
   publishPatch,
 } from './publish.js';
 import { evidenceOf, writePublishedAttempt } from './revision-record.js';
-import type { Queue } from '../../queue/types.js';
+import type { Notes, RunReader } from '../../queue/types.js';
 import { type StatusState, verificationLine } from '../status/index.js';
 
 /** Where publishing works and what it records. */
 export interface PublishDeps {
-  queue: Queue<IssueJob>;
+  queue: RunReader<IssueJob> & Notes;
   /** Publish clones and kept changes live under here. */
   dataDir: string;
   gitBaseUrl: string;

@@ -2,7 +2,7 @@
 // the issue that opened or updated its pull request, with its recorded result. The record is
 // read from this host's data directory, else from the shared queue (a worker on another host
 // made the run); a new selection is saved to both, so every host shows the same.
-import type { Queue } from '../../queue/types.js';
+import type { RunArtifacts, RunReader } from '../../queue/types.js';
 import { DEFAULT_ARTIFACT_TTL_SECONDS, runArtifacts } from '../../queue/read-run-artifact.js';
 import { filesIn, readRunRecord, runPageUrl, writeRunRecord } from '../../web/index.js';
 import { RUN_RECORD_FILE } from '../../data-dir.js';
@@ -24,7 +24,7 @@ export interface PublishedRun {
 
 export async function publishedRun(
   deps: {
-    queue: Queue<IssueJob>;
+    queue: RunReader<IssueJob> & RunArtifacts;
     dataDir: string;
     publicUrl?: string;
     artifactTtlSeconds?: number;

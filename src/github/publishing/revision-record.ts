@@ -4,7 +4,7 @@
 // started from, the commit it pushed and that attempt's test evidence. A follow-up reads it to
 // brief the model and to know the pull request is ours; each published revision updates it.
 import { z } from 'zod';
-import type { Queue } from '../../queue/types.js';
+import type { Notes } from '../../queue/types.js';
 import type { RunResult } from '../../runner/run-types.js';
 import { exitWords } from '../status/index.js';
 
@@ -29,7 +29,7 @@ export const PublishedAttempt = z.object({
 export type PublishedAttempt = z.infer<typeof PublishedAttempt>;
 
 export async function readPublishedAttempt(
-  queue: Pick<Queue<unknown>, 'getNote'>,
+  queue: Pick<Notes, 'getNote'>,
   issueKey: string,
 ): Promise<PublishedAttempt | undefined> {
   const raw = await queue.getNote(issueKey, REVISION_NOTE);
@@ -43,7 +43,7 @@ export async function readPublishedAttempt(
 }
 
 export async function writePublishedAttempt(
-  queue: Pick<Queue<unknown>, 'setNote'>,
+  queue: Pick<Notes, 'setNote'>,
   issueKey: string,
   attempt: PublishedAttempt,
 ): Promise<void> {

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { AttemptSummary, RunResult } from '../../runner/run-types.js';
 import type { GitHubClient } from '../octokit.js';
 import { renderPrBody } from './pr-body.js';
-import type { Queue } from '../../queue/types.js';
+import type { RunArtifacts, RunReader } from '../../queue/types.js';
 import type { IssueJob } from '../job.js';
 import {
   failureLine,
@@ -210,7 +210,7 @@ export function withSelected(result: RunResult, attempt: number, by: string): Ru
 }
 
 export interface UseCommandDeps extends PrCommandDeps {
-  queue: Queue<IssueJob>;
+  queue: RunReader<IssueJob> & RunArtifacts;
   /** How long a run record saved to a shared queue is kept (FROGNANO_RETENTION_DAYS). */
   artifactTtlSeconds?: number;
   publicUrl?: string;

@@ -7,7 +7,7 @@ import { workflowRunLink } from '../workflow-run.js';
 import type { GitHubClient } from '../octokit.js';
 import type { RestBudget } from '../rest-budget.js';
 import type { KeyedLock } from '../keyed-lock.js';
-import type { Queue } from '../../queue/types.js';
+import type { DeliveryLog, KeyLock, Notes } from '../../queue/types.js';
 import {
   STATUS_COMMENT_NOTE,
   StatusReporter,
@@ -17,7 +17,8 @@ import {
 
 /** What the reporter shares with intake and other processes. */
 export interface StatusDeps {
-  queue: Queue<IssueJob>;
+  /** The comment's id (a note), the issue's lock, the deliveries intake has yet to handle. */
+  queue: Notes & KeyLock & Pick<DeliveryLog<IssueJob>, 'pendingDeliveries'>;
   lock: KeyedLock;
   /** Base URL of the public run page, linked from the comment. */
   publicUrl?: string;

@@ -19,7 +19,7 @@ import {
   type StartAppOptions,
 } from '../../../src/app.js';
 import { reap } from '../../../src/sandbox/reap.js';
-import { RunQueue } from '../../../src/queue/queue.js';
+import { SqliteStore } from '../../../src/queue/sqlite-store.js';
 import { LABEL_RUN } from '../../../src/sandbox/docker-sandbox.js';
 import type Docker from 'dockerode';
 import { connectDocker } from '../../../src/sandbox/docker-engine.js';
@@ -692,7 +692,7 @@ export function gate(): { step: ScriptStep; release: () => void; reached: Promis
  */
 async function foreignRuns(docker: Docker | undefined, dataDir: string): Promise<string[]> {
   if (!docker) return [];
-  const queue = RunQueue.open({ dataDir, concurrency: 1 });
+  const queue = SqliteStore.open({ dataDir, concurrency: 1 });
   let ours: Set<string>;
   try {
     ours = new Set(queue.list().map((run) => run.id));

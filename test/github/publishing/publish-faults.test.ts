@@ -12,7 +12,7 @@ import {
   pendingPublishDir,
   type PendingPublish,
 } from '../../../src/github/publishing/pending-publish.js';
-import { RunQueue } from '../../../src/queue/queue.js';
+import { SqliteStore } from '../../../src/queue/sqlite-store.js';
 import type { IssueJob } from '../../../src/github/job.js';
 import { finalAnswer, toolCall, type ScriptStep } from '../../support/scripted-model-server.js';
 import {
@@ -253,7 +253,7 @@ describe('publishing through GitHub faults (real App auth)', () => {
 
     // What a kill mid-publish leaves: a run still `running` with its change on disk, and the
     // publish clone; next to it, the clone of a process that is still alive.
-    const queue = RunQueue.open<IssueJob>({ dataDir: first.dataDir, concurrency: 1 });
+    const queue = SqliteStore.open<IssueJob>({ dataDir: first.dataDir, concurrency: 1 });
     const job = queue.get(done!.id)!.job;
     const interrupted = { id: randomUUID() };
     expect(queue.enqueue({ key: 'codertocat/hello-world#1', job, id: interrupted.id }).status).toBe(

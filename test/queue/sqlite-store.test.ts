@@ -2,16 +2,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RunQueue } from '../../src/queue/queue.js';
+import { SqliteStore } from '../../src/queue/sqlite-store.js';
 
 interface Job {
   n: number;
 }
 
 let dir: string;
-const open: RunQueue<Job>[] = [];
+const open: SqliteStore<Job>[] = [];
 const openQueue = (concurrency = 1) => {
-  const q = RunQueue.open<Job>({ dataDir: dir, concurrency });
+  const q = SqliteStore.open<Job>({ dataDir: dir, concurrency });
   open.push(q);
   return q;
 };
@@ -24,7 +24,7 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe('RunQueue (real SQLite)', () => {
+describe('SqliteStore (real SQLite)', () => {
   it('records each delivery once and keeps it pending until handled', () => {
     const q = openQueue();
     expect(q.recordDelivery('d-1', 'run', { a: 1 })).toBe(true);
@@ -183,7 +183,7 @@ describe('RunQueue (real SQLite)', () => {
   });
 
   it('forgets a body hash after the replay window', () => {
-    const q = RunQueue.open<Job>({ dataDir: dir, concurrency: 1, replayWindowMs: 0 });
+    const q = SqliteStore.open<Job>({ dataDir: dir, concurrency: 1, replayWindowMs: 0 });
     open.push(q);
     q.admit({ deliveryId: 'd1', event: 'run', payload: {}, bodySha256: 'aaa' });
     const later = Date.now() + 5;
@@ -212,7 +212,7 @@ describe('RunQueue (real SQLite)', () => {
   });
 
   it('rejects a bad concurrency with one clear line', () => {
-    expect(() => RunQueue.open({ dataDir: dir, concurrency: 0 })).toThrow(
+    expect(() => SqliteStore.open({ dataDir: dir, concurrency: 0 })).toThrow(
       /concurrency must be a positive integer/,
     );
   });
