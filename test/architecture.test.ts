@@ -3,7 +3,7 @@
 // test cannot say different things. Imports point down the flow, never back: no module imports
 // itself through others, and no room imports itself through other rooms. Every kind of import
 // is an edge (static, `export … from`, dynamic `import()`, type-only; see source-graph.ts).
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -126,5 +126,25 @@ describe('the source graph', () => {
     ]);
     expect(importCycles(g)).toEqual([]);
     expect(importCycles(roomGraph(g))).toEqual([['a', 'b']]);
+  });
+});
+
+describe('test/ mirrors src/', () => {
+  // A test sits where the code it tests sits, so a reader of src/x/ finds its tests in test/x/.
+  // Only the tests' own rooms have no twin: shared support, helpers next to their tests, docs.
+  const OWN = new Set(['support', 'helpers', 'docs']);
+  const dirsUnder = (root: string, at = ''): string[] =>
+    readdirSync(join(root, at), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .flatMap((entry) => {
+        const dir = at ? `${at}/${entry.name}` : entry.name;
+        return [dir, ...dirsUnder(root, dir)];
+      });
+
+  it('has no test folder without a source folder of the same name', () => {
+    const orphans = dirsUnder('test').filter(
+      (dir) => !dir.split('/').some((part) => OWN.has(part)) && !existsSync(join('src', dir)),
+    );
+    expect(orphans).toEqual([]);
   });
 });

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { extract } from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeGitHubApp, type FakeGitHubApp } from './cli/fake-github-app.js';
+import { startFakeGitHubApp, type FakeGitHubApp } from './commands/helpers/fake-github-app.js';
 import { describeDocker } from './support/docker-engine.js';
 import {
   startScriptedModelServer,

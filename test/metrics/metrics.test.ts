@@ -1,7 +1,7 @@
 // /metrics on real sockets: the App's server after a labelled-issue run (real pipeline, local
 // sandbox, scripted model, strict GitHub mocks), and `frognano worker` as its own process.
 import { spawn } from 'node:child_process';
-import { startFakeGitHubApp } from '../cli/fake-github-app.js';
+import { startFakeGitHubApp } from '../commands/helpers/fake-github-app.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';

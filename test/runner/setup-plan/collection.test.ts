@@ -5,7 +5,7 @@ import {
   collectionCommand,
   collectionUsable,
   parseCollection,
-} from '../../src/runner/setup-plan/collection.js';
+} from '../../../src/runner/setup-plan/collection.js';
 
 describe('parseCollection', () => {
   it('reads the count line of -q', () => {

@@ -1,15 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { renderSummary } from '../../src/github/publishing/render-summary.js';
-import { renderPrBody } from '../../src/github/publishing/pr-body.js';
-import type { RunResult } from '../../src/runner/run-types.js';
-import { attemptSummary, runResult, SAMPLE_PATCH } from '../github/helpers/run-result.js';
-import {
-  headings,
-  markdownTree,
-  nodeTypes,
-  plainText,
-  section,
-} from '../github/helpers/markdown-tree.js';
+import { renderSummary } from '../../../src/github/publishing/render-summary.js';
+import { renderPrBody } from '../../../src/github/publishing/pr-body.js';
+import type { RunResult } from '../../../src/runner/run-types.js';
+import { attemptSummary, runResult, SAMPLE_PATCH } from '../helpers/run-result.js';
+import { headings, markdownTree, nodeTypes, plainText, section } from '../helpers/markdown-tree.js';
 
 describe('renderSummary', () => {
   it('shows the end of the setup output and how to give setup a network when it had none', () => {

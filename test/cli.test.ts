@@ -10,12 +10,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { SqliteStore } from '../../src/queue/sqlite-store.js';
+import { SqliteStore } from '../src/queue/sqlite-store.js';
 import {
   startScriptedModelServer,
   type ScriptedModelServer,
-} from '../support/scripted-model-server.js';
-import { startFakeGitHubApp, type FakeGitHubApp } from './fake-github-app.js';
+} from './support/scripted-model-server.js';
+import { startFakeGitHubApp, type FakeGitHubApp } from './commands/helpers/fake-github-app.js';
 
 const CLI = path.resolve('bin/frognano.js');
 

@@ -14,7 +14,11 @@ import {
   type ScriptedModelServer,
 } from '../support/scripted-model-server.js';
 import { describeDocker } from '../support/docker-engine.js';
-import { newPrivateKey, startFakeGitHubApp, type FakeGitHubApp } from './fake-github-app.js';
+import {
+  newPrivateKey,
+  startFakeGitHubApp,
+  type FakeGitHubApp,
+} from './helpers/fake-github-app.js';
 
 const CLI = path.resolve('bin/frognano.js');
 

@@ -10,7 +10,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startApp, type RunningApp } from '../../src/app.js';
-import { newPrivateKey } from './fake-github-app.js';
+import { newPrivateKey } from './helpers/fake-github-app.js';
 
 const SECRET = 'proxy-secret';
 let cleanup: (() => Promise<void>)[] = [];

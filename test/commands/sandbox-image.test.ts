@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { describeDocker } from '../support/docker-engine.js';
-import { startFakeGitHubApp } from './fake-github-app.js';
+import { startFakeGitHubApp } from './helpers/fake-github-app.js';
 
 const CLI = path.resolve('bin/frognano.js');
 const MISSING = 'frognano-test/never-built:nope';

@@ -11,23 +11,23 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { environmentLines } from '../../src/github/status/environment-words.js';
-import { runPipeline, type PipelineDeps } from '../../src/runner/run.js';
-import type { RunRequest } from '../../src/runner/run-types.js';
-import { connectDocker } from '../../src/sandbox/docker-engine.js';
-import { LABEL_RUN } from '../../src/sandbox/docker-sandbox.js';
+import { environmentLines } from '../../../src/github/status/environment-words.js';
+import { runPipeline, type PipelineDeps } from '../../../src/runner/run.js';
+import type { RunRequest } from '../../../src/runner/run-types.js';
+import { connectDocker } from '../../../src/sandbox/docker-engine.js';
+import { LABEL_RUN } from '../../../src/sandbox/docker-sandbox.js';
 import {
   describeDocker,
   ensureSandboxImage,
   labelledContainers,
-} from '../support/docker-engine.js';
+} from '../../support/docker-engine.js';
 import {
   finalAnswer,
   startScriptedModelServer,
   toolCall,
   type ScriptStep,
-} from '../support/scripted-model-server.js';
-import { removeSnapshotImages } from '../support/snapshot-images.js';
+} from '../../support/scripted-model-server.js';
+import { removeSnapshotImages } from '../../support/snapshot-images.js';
 
 const docker = connectDocker();
 const root = mkdtempSync(path.join(tmpdir(), 'auto-setup-node-'));

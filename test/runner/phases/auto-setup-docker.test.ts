@@ -7,29 +7,29 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { connectDocker } from '../../src/sandbox/docker-engine.js';
-import { runPipeline, type PipelineDeps } from '../../src/runner/run.js';
-import type { RunRequest } from '../../src/runner/run-types.js';
+import { connectDocker } from '../../../src/sandbox/docker-engine.js';
+import { runPipeline, type PipelineDeps } from '../../../src/runner/run.js';
+import type { RunRequest } from '../../../src/runner/run-types.js';
 import {
   describeDocker,
   ensureSandboxImage,
   labelledContainers,
-} from '../support/docker-engine.js';
-import { startPep503Index, type Pep503Index } from '../support/pep503-index.js';
+} from '../../support/docker-engine.js';
+import { startPep503Index, type Pep503Index } from '../../support/pep503-index.js';
 import {
   CALC_TEST,
   FIXED_CALC,
   ISSUE_TEXT,
   createPythonRepo,
   git,
-} from '../support/python-repo.js';
-import { removeSnapshotImages } from '../support/snapshot-images.js';
+} from '../../support/python-repo.js';
+import { removeSnapshotImages } from '../../support/snapshot-images.js';
 import {
   finalAnswer,
   startScriptedModelServer,
   toolCall,
   type ScriptStep,
-} from '../support/scripted-model-server.js';
+} from '../../support/scripted-model-server.js';
 
 const docker = connectDocker();
 const root = mkdtempSync(path.join(tmpdir(), 'auto-setup-docker-'));

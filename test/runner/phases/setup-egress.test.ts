@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { diagnoseSetupFailure } from '../../src/runner/phases/setup-egress.js';
+import { diagnoseSetupFailure } from '../../../src/runner/phases/setup-egress.js';
 
 describe("naming why setup's network failed a command", () => {
   it('names only what was refused while the command ran', () => {

@@ -4,10 +4,10 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { planSetup } from '../../src/runner/setup-plan/plan-setup.js';
-import { readSetupTexts } from '../../src/runner/setup-plan/read-setup-texts.js';
-import { parseJsonc } from '../../src/runner/setup-plan/devcontainer-commands.js';
-import { toxDeps } from '../../src/runner/setup-plan/python-commands.js';
+import { planSetup } from '../../../src/runner/setup-plan/plan-setup.js';
+import { readSetupTexts } from '../../../src/runner/setup-plan/read-setup-texts.js';
+import { parseJsonc } from '../../../src/runner/setup-plan/devcontainer-commands.js';
+import { toxDeps } from '../../../src/runner/setup-plan/python-commands.js';
 
 const root = mkdtempSync(path.join(tmpdir(), 'setup-plan-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

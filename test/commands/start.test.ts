@@ -13,7 +13,7 @@ import {
 } from '../support/scripted-model-server.js';
 import { DEFAULT_SANDBOX_IMAGE } from '../../src/sandbox/docker-sandbox.js';
 import { describeDocker } from '../support/docker-engine.js';
-import { startFakeGitHubApp, type FakeGitHubApp } from './fake-github-app.js';
+import { startFakeGitHubApp, type FakeGitHubApp } from './helpers/fake-github-app.js';
 
 let github: FakeGitHubApp;
 let model: ScriptedModelServer;
