@@ -18,7 +18,7 @@ import {
 } from '../src/sandbox/docker-sandbox.js';
 import { AllowList } from '../src/sandbox/egress-allow.js';
 import { openSetupNetwork } from '../src/sandbox/setup-network.js';
-import { buildWheel, startSimpleIndex } from '../test/support/pypi-index.js';
+import { startPep503Index } from '../test/support/pep503-index.js';
 
 const TARGET_RATIO = 1.2;
 const WHEELS = 12;
@@ -39,9 +39,11 @@ export default async function run(): Promise<void> {
   const root = mkdtempSync(path.join(tmpdir(), 'bench-egress-'));
   const log = pino({ level: process.env.BENCH_LOG ?? 'silent' });
   const names = Array.from({ length: WHEELS }, (_, i) => `benchdep${i}`);
-  for (const name of names) buildWheel(path.join(root, 'wheels'), name, '1.0', WHEEL_BYTES);
   // On every address: the direct sandbox reaches it at the bridge's gateway.
-  const index = await startSimpleIndex(path.join(root, 'wheels'), '0.0.0.0');
+  const index = await startPep503Index(
+    names.map((name) => ({ name, version: '1.0', extraBytes: WHEEL_BYTES })),
+    { urlHost: '127.0.0.1' },
+  );
   const gateway = await bridgeGateway(docker);
   const setupNet = await openSetupNetwork({
     docker,

@@ -15,7 +15,7 @@ import { LABEL_SETUP_NETWORK } from '../src/sandbox/setup-network.js';
 import { LABEL_SETUP_RELAY } from '../src/sandbox/setup-relay.js';
 import { ensureAppImage } from './support/app-image.js';
 import { describeDocker, ensureSandboxImage } from './support/docker-engine.js';
-import { buildWheel, startSimpleIndex, type SimpleIndex } from './support/pypi-index.js';
+import { startPep503Index, type Pep503Index } from './support/pep503-index.js';
 import { createPythonRepo } from './support/python-repo.js';
 
 const docker = connectDocker();
@@ -61,7 +61,7 @@ describeDocker(
   'the App’s image with the engine’s socket: setup’s network for sibling sandboxes',
   () => {
     let image: string;
-    let index: SimpleIndex;
+    let index: Pep503Index;
     let gateway: string;
     let bot = '';
     /** Every bot container started (a retry starts another). */
@@ -75,10 +75,11 @@ describeDocker(
       // The host's address on the default bridge (its IPAM may name no gateway: the first one).
       const ipam = bridge.IPAM?.Config?.[0] as { Gateway?: string; Subnet: string };
       gateway = ipam.Gateway ?? ipam.Subnet.replace(/\.\d+\/\d+$/, '.1');
-      const wheels = path.join(root, 'wheels');
-      buildWheel(wheels, 'frogdep', '1.2.3');
       // On the host's bridge address: what the bot's container reaches as a mirror.
-      index = await startSimpleIndex(wheels, gateway);
+      index = await startPep503Index([{ name: 'frogdep', version: '1.2.3' }], {
+        listen: gateway,
+        urlHost: gateway,
+      });
     }, 30 * 60_000);
 
     afterAll(async () => {

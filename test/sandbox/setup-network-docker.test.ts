@@ -18,7 +18,7 @@ import {
   ensureSandboxImage,
   labelledContainers,
 } from '../support/docker-engine.js';
-import { buildWheel, startSimpleIndex, type SimpleIndex } from '../support/pypi-index.js';
+import { startPep503Index, type Pep503Index } from '../support/pep503-index.js';
 import { ISSUE_TEXT, createPythonRepo } from '../support/python-repo.js';
 import {
   finalAnswer,
@@ -76,15 +76,16 @@ async function run(
 }
 
 describeDocker("setup's registry-only network", () => {
-  let index: SimpleIndex;
+  let index: Pep503Index;
   let hostService: Server;
   let hostPort: number;
 
   beforeAll(async () => {
     await ensureSandboxImage();
-    const wheels = path.join(root, 'wheels');
-    buildWheel(wheels, 'frogdep', '1.2.3');
-    index = await startSimpleIndex(wheels);
+    index = await startPep503Index([{ name: 'frogdep', version: '1.2.3' }], {
+      listen: '127.0.0.1',
+      urlHost: '127.0.0.1',
+    });
     // A service on every address of the host: setup must not reach it past the proxy.
     hostService = createServer((_req, res) => res.end('host service'));
     await new Promise<void>((resolve) => hostService.listen(0, '0.0.0.0', resolve));

@@ -1,5 +1,7 @@
-// A local PEP 503 package index serving wheels the test builds: what a Python setup downloads
-// from, on a real socket of the host that the sandbox reaches through Docker's bridge gateway.
+// A local PEP 503 package index serving wheels the test builds (PyPI is unreachable here): what a
+// Python setup downloads from, on a real socket of the host. The sandbox reaches it through
+// Docker's bridge gateway, or through the egress proxy as an operator's FROGNANO_PIP_INDEX_URL
+// mirror on the bot's own host (`http://127.0.0.1:PORT/simple`).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -11,14 +13,24 @@ import path from 'node:path';
 export interface WheelSpec {
   name: string;
   version: string;
-  /** Module files, by path inside the wheel (`frogdate/__init__.py`). */
-  files: Record<string, string>;
+  /** Module files, by path inside the wheel (default: `<name>/__init__.py` with `VALUE`). */
+  files?: Record<string, string>;
+  /** Incompressible bytes beside the module, for downloads of some size. */
+  extraBytes?: number;
+}
+
+export interface Pep503IndexOptions {
+  /** The address the server listens on (default 0.0.0.0). */
+  listen?: string;
+  /** The host the index's URL names (default: the bridge gateway). */
+  urlHost?: string;
 }
 
 export interface Pep503Index {
   /** `http://<host>:<port>/simple`, for pip's --index-url. */
   url: string;
   host: string;
+  port: number;
   /** Paths asked for, in order (`/simple/frogdate/`, `/files/...whl`). */
   requests: string[];
   close(): Promise<void>;
@@ -32,10 +44,12 @@ export function buildWheel(spec: WheelSpec): { filename: string; bytes: Buffer }
   const dir = mkdtempSync(path.join(tmpdir(), 'wheel-'));
   const filename = `${spec.name}-${spec.version}-py3-none-any.whl`;
   const script = [
-    'import base64, hashlib, json, sys, zipfile',
+    'import base64, hashlib, json, os, sys, zipfile',
     'spec = json.loads(sys.argv[1]); out = sys.argv[2]',
     "info = '%s-%s.dist-info' % (spec['name'], spec['version'])",
     "files = dict(spec['files'])",
+    "if spec['extra'] > 0:",
+    "    files[spec['name'] + '/blob.txt'] = base64.b64encode(os.urandom(spec['extra'] * 3 // 4)).decode()",
     "files[info + '/METADATA'] = 'Metadata-Version: 2.1\\nName: %s\\nVersion: %s\\n' % (spec['name'], spec['version'])",
     "files[info + '/WHEEL'] = 'Wheel-Version: 1.0\\nGenerator: frognano-test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n'",
     'record = []',
@@ -49,15 +63,21 @@ export function buildWheel(spec: WheelSpec): { filename: string; bytes: Buffer }
   ].join('\n');
   try {
     const out = path.join(dir, filename);
-    execFileSync('python3', ['-c', script, JSON.stringify(spec), out]);
+    const files = spec.files ?? { [`${spec.name}/__init__.py`]: `VALUE = "${spec.version}"\n` };
+    const json = JSON.stringify({ ...spec, files, extra: spec.extraBytes ?? 0 });
+    execFileSync('python3', ['-c', script, json, out]);
     return { filename, bytes: readFileSync(out) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-/** Serves the wheels on 0.0.0.0 (the sandbox reaches it at BRIDGE_GATEWAY). */
-export async function startPep503Index(wheels: WheelSpec[]): Promise<Pep503Index> {
+/** Serves the wheels (on 0.0.0.0 and named by BRIDGE_GATEWAY unless `options` say otherwise). */
+export async function startPep503Index(
+  wheels: WheelSpec[],
+  options: Pep503IndexOptions = {},
+): Promise<Pep503Index> {
+  const urlHost = options.urlHost ?? BRIDGE_GATEWAY;
   const built = wheels.map((w) => ({ spec: w, ...buildWheel(w) }));
   const requests: string[] = [];
   const server: Server = createServer((req, res) => {
@@ -82,11 +102,12 @@ export async function startPep503Index(wheels: WheelSpec[]): Promise<Pep503Index
     res.writeHead(200, { 'content-type': 'application/octet-stream' });
     res.end(file.bytes);
   });
-  await new Promise<void>((resolve) => server.listen(0, '0.0.0.0', resolve));
+  await new Promise<void>((resolve) => server.listen(0, options.listen ?? '0.0.0.0', resolve));
   const port = (server.address() as AddressInfo).port;
   return {
-    url: `http://${BRIDGE_GATEWAY}:${port}/simple`,
-    host: BRIDGE_GATEWAY,
+    url: `http://${urlHost}:${port}/simple`,
+    host: urlHost,
+    port,
     requests,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
