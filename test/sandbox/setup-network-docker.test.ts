@@ -81,6 +81,7 @@ describeDocker("setup's registry-only network", () => {
   let index: Pep503Index;
   let hostService: Server;
   let hostPort: number;
+  let hostHits = 0;
 
   beforeAll(async () => {
     await ensureSandboxImage();
@@ -90,6 +91,7 @@ describeDocker("setup's registry-only network", () => {
     });
     // A service on every address of the host: setup must not reach it past the proxy.
     hostService = createServer((_req, res) => res.end('host service'));
+    hostService.on('connection', () => hostHits++);
     await new Promise<void>((resolve) => hostService.listen(0, '0.0.0.0', resolve));
     hostPort = (hostService.address() as AddressInfo).port;
   });
@@ -192,6 +194,15 @@ describeDocker("setup's registry-only network", () => {
       '    s = socket.socket(); s.settimeout(3)',
       "    try: s.connect((host, port)); print('DIRECT', host, port, 'reached')",
       "    except Exception as e: print('DIRECT', host, port, 'failed', type(e).__name__)",
+      // Left running past setup's failure: it must never reach the host while setup comes down.
+      'if os.fork() == 0:',
+      '    os.setsid()',
+      '    for fd in (0, 1, 2): os.close(fd)',
+      '    while True:',
+      '        s = socket.socket(); s.settimeout(0.01)',
+      `        try: s.connect((gw, ${hostPort}))`,
+      '        except Exception: pass',
+      '        s.close()',
     ].join('\n');
     const { result, runId, chats } = await run(
       'refuse',
@@ -214,6 +225,8 @@ describeDocker("setup's registry-only network", () => {
     expect(tail).toContain('169.254.169.254:80 refused by the setup network (link-local address)');
     expect(tail).toContain(`DIRECT 1.1.1.1 80 failed`);
     expect(tail).toMatch(new RegExp(`DIRECT \\S+ ${hostPort} failed`));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(hostHits).toBe(0);
     const blocked = Object.fromEntries(
       (result.egress?.blocked ?? []).map((b) => [`${b.host}:${b.port}`, [b.count, b.reason]]),
     );
