@@ -71,6 +71,12 @@ function containerConfig(
     NetworkDisabled: false,
     HostConfig: {
       NetworkMode: resolved.network,
+      // On a setup network (setup-network.ts): IPv4 only, the one family its host firewall
+      // and proxy cover. Not under `none` (the agent's runtime, gVisor among them, may refuse
+      // sysctls) nor `bridge` (open mode reaches everything anyway).
+      ...(resolved.network.startsWith('frognano-setup-')
+        ? { Sysctls: { 'net.ipv6.conf.all.disable_ipv6': '1' } }
+        : {}),
       ...(resolved.runtime !== undefined ? { Runtime: resolved.runtime } : {}),
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges'],

@@ -2,11 +2,14 @@
 // lifts its rules when a run closes its network, but a process killed with SIGKILL (or a power
 // cut) leaves them in the INPUT chain for good. Each rule names its network's bridge
 // (`-i fns-<suffix>`) and carries the comment `frognano-setup-<suffix>`; a rule whose bridge
-// belongs to no setup network on the engine any more is a dead run's and is deleted. Rules of a
-// network that still exists stay (they keep guarding the host while it does), so this runs
-// after the dead runs' networks are removed. Only where the bot may change the firewall (root,
+// belongs to no setup network on the engine any more, and whose bridge interface is gone from
+// the host, is a dead run's and is deleted. Rules of a network that still exists stay (they keep
+// guarding the host while it does), so this runs after the dead runs' networks are removed; a
+// bridge still up belongs to a live network even when this engine does not list it (another
+// engine's on this host, say), and a rule whose bridge is gone guards nothing. Only where the bot may change the firewall (root,
 // iptables); elsewhere it never added any.
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
@@ -48,7 +51,7 @@ export async function reapSetupFirewall(docker: Docker, log?: Logger): Promise<n
   );
   let count = 0;
   for (const [, bridge, , , spec] of rules) {
-    if (bridges.has(bridge)) continue;
+    if (bridges.has(bridge) || existsSync(`/sys/class/net/${bridge}`)) continue;
     const args = spec!.split(' ').map((word) => word.replace(/^"(.*)"$/, '$1'));
     try {
       await run('iptables', ['-w', '5', '-D', 'INPUT', ...args]);

@@ -57,7 +57,7 @@ export interface SetupNetwork {
   readonly firewalled: boolean;
   /** Whether the bot runs in a container and setup reaches the proxy through a relay. */
   readonly sibling: boolean;
-  /** Stops the proxy, lifts the firewall rules, removes the network. Idempotent. */
+  /** Removes the network, then stops the proxy and lifts the firewall rules. Idempotent. */
   close(): Promise<void>;
 }
 
@@ -75,6 +75,8 @@ export async function openSetupNetwork(options: SetupNetworkOptions): Promise<Se
     Name: name,
     Driver: 'bridge',
     Internal: true,
+    // Setup reaches the proxy over IPv4 only; no IPv6 path for the firewall to miss.
+    EnableIPv6: false,
     CheckDuplicate: true,
     Labels: {
       ...(options.owner ? ownerLabels(options.owner) : {}),
@@ -91,9 +93,20 @@ export async function openSetupNetwork(options: SetupNetworkOptions): Promise<Se
         : { 'com.docker.network.bridge.enable_icc': 'false' }),
     },
   });
-  const undo: (() => Promise<unknown>)[] = [() => removeNetwork(docker, name)];
+  // Down in this order: the network first (setup's container, and anything it left running,
+  // leaves it), then the proxy and relay, then the firewall rules. A network that cannot be
+  // removed keeps its rules: they guard the host while it exists, and the reaper lifts them.
+  const undo: (() => Promise<unknown>)[] = [];
+  const rules: (() => Promise<unknown>)[] = [];
   const closeAll = async () => {
+    let removed = true;
+    await removeNetwork(docker, name).catch((e: unknown) => {
+      removed = false;
+      warn(log, name, e);
+    });
     for (const step of undo.reverse()) await step().catch((e: unknown) => warn(log, name, e));
+    if (!removed) return;
+    for (const step of rules.reverse()) await step().catch((e: unknown) => warn(log, name, e));
   };
   try {
     let host: string;
@@ -126,7 +139,7 @@ export async function openSetupNetwork(options: SetupNetworkOptions): Promise<Se
         `${SETUP_RULE_COMMENT_PREFIX}${suffix}`,
         host,
         proxy.port,
-        undo,
+        rules,
         log,
       );
     }
@@ -211,7 +224,7 @@ async function guardHost(
   comment: string,
   address: string,
   port: number,
-  undo: (() => Promise<unknown>)[],
+  lift: (() => Promise<unknown>)[],
   log: Logger,
 ): Promise<boolean> {
   const tag = ['-m', 'comment', '--comment', comment];
@@ -239,9 +252,9 @@ async function guardHost(
   }
   try {
     await run('iptables', ['-w', '5', '-I', ...drop]);
-    undo.push(() => run('iptables', ['-w', '5', '-D', ...drop]));
+    lift.push(() => run('iptables', ['-w', '5', '-D', ...drop]));
     await run('iptables', ['-w', '5', '-I', ...accept]);
-    undo.push(() => run('iptables', ['-w', '5', '-D', ...accept]));
+    lift.push(() => run('iptables', ['-w', '5', '-D', ...accept]));
     return true;
   } catch (error) {
     log.warn(

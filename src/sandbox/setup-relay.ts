@@ -61,18 +61,28 @@ export async function startSetupRelay(options: SetupRelayOptions): Promise<Setup
       [LABEL_RUN]: options.runId,
       [LABEL_SETUP_RELAY]: '1',
     },
+    // The bot's image checks its own health; the relay is not the bot.
+    Healthcheck: { Test: ['NONE'] },
+    // Any unprivileged user: node runs the script, nothing is written.
+    User: '65534:65534',
     HostConfig: {
       NetworkMode: options.botNetwork,
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges'],
       ReadonlyRootfs: true,
       Memory: 128 * 1024 * 1024,
+      MemorySwap: 128 * 1024 * 1024,
+      NanoCpus: 500_000_000,
       PidsLimit: 64,
+      Ulimits: [{ Name: 'nofile', Soft: 1024, Hard: 1024 }],
+      // It joins two networks: it must route between neither, and speak IPv4 only.
+      Sysctls: { 'net.ipv4.ip_forward': '0', 'net.ipv6.conf.all.disable_ipv6': '1' },
     },
   });
   let closing: Promise<void> | undefined;
   const close = () =>
-    (closing ??= container.remove({ force: true }).then(
+    // v: the bot image's anonymous volumes (its VOLUME /data) go with it.
+    (closing ??= container.remove({ force: true, v: true }).then(
       () => undefined,
       () => undefined,
     ));

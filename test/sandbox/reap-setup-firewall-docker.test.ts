@@ -2,12 +2,14 @@
 // SIGKILL; the reaper (start-up reap and `frognano reap`) removes them with the dead run's
 // network. Needs root and iptables (this machine's is nft-backed: `iptables -V` says nf_tables).
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { connectDocker } from '../../src/sandbox/docker-engine.js';
 import { reap } from '../../src/sandbox/reap.js';
+import { reapSetupFirewall } from '../../src/sandbox/reap-setup-firewall.js';
 import { describeDocker, testRunId } from '../support/docker-engine.js';
 
 const root = mkdtempSync(path.join(tmpdir(), 'reap-fw-'));
@@ -121,5 +123,50 @@ describeDocker('reap of a killed setup’s firewall rules', () => {
       }
     },
     120_000,
+  );
+
+  it.skipIf(!canFirewall)(
+    'keeps the rules of a bridge that exists though this engine lists no setup network for it',
+    async () => {
+      // Another engine's setup network (or one this engine lost the label of): its bridge is up.
+      const suffix = randomBytes(4).toString('hex');
+      const name = `reap-fw-other-${suffix}`;
+      await docker.createNetwork({
+        Name: name,
+        Driver: 'bridge',
+        Internal: true,
+        Options: { 'com.docker.network.bridge.name': `fns-${suffix}` },
+      });
+      const rule = [
+        'INPUT',
+        '-i',
+        `fns-${suffix}`,
+        '-m',
+        'comment',
+        '--comment',
+        `frognano-setup-${suffix}`,
+        '-j',
+        'DROP',
+      ];
+      execFileSync('iptables', ['-w', '5', '-I', ...rule]);
+      // The engine makes the bridge with the network.
+      expect(existsSync(`/sys/class/net/fns-${suffix}`)).toBe(true);
+      try {
+        // Other tests' leftovers may be reaped meanwhile: only this rule's fate is asserted.
+        await reapSetupFirewall(docker);
+        expect(rulesOf(name)).toHaveLength(1);
+        await docker.getNetwork(name).remove();
+        // Its bridge gone with it, the rule is inert and goes.
+        expect(await reapSetupFirewall(docker)).toBeGreaterThanOrEqual(1);
+        expect(rulesOf(name)).toEqual([]);
+      } finally {
+        await docker
+          .getNetwork(name)
+          .remove()
+          .catch(() => undefined);
+        if (rulesOf(name).length > 0) execFileSync('iptables', ['-w', '5', '-D', ...rule]);
+      }
+    },
+    60_000,
   );
 });

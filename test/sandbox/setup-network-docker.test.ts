@@ -12,7 +12,9 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { runPipeline, type PipelineDeps } from '../../src/runner/run.js';
 import type { RunRequest } from '../../src/runner/run-types.js';
 import { connectDocker } from '../../src/sandbox/docker-engine.js';
-import { LABEL_RUN } from '../../src/sandbox/docker-sandbox.js';
+import { LABEL_RUN, createDockerSandbox } from '../../src/sandbox/docker-sandbox.js';
+import { AllowList } from '../../src/sandbox/egress-allow.js';
+import { openSetupNetwork } from '../../src/sandbox/setup-network.js';
 import {
   describeDocker,
   ensureSandboxImage,
@@ -79,6 +81,7 @@ describeDocker("setup's registry-only network", () => {
   let index: Pep503Index;
   let hostService: Server;
   let hostPort: number;
+  let hostHits = 0;
 
   beforeAll(async () => {
     await ensureSandboxImage();
@@ -88,6 +91,7 @@ describeDocker("setup's registry-only network", () => {
     });
     // A service on every address of the host: setup must not reach it past the proxy.
     hostService = createServer((_req, res) => res.end('host service'));
+    hostService.on('connection', () => hostHits++);
     await new Promise<void>((resolve) => hostService.listen(0, '0.0.0.0', resolve));
     hostPort = (hostService.address() as AddressInfo).port;
   });
@@ -105,6 +109,8 @@ describeDocker("setup's registry-only network", () => {
         'setup:',
         `  - python3 -m venv ${VENV} && ${VENV}/bin/pip install --no-cache-dir frogdep`,
         `  - ${VENV}/bin/python -c "import frogdep; print('frogdep', frogdep.VALUE)"`,
+        // IPv6 off in setup's container: no address, none to come (the firewall is IPv4's).
+        '  - echo "v6 off=$(cat /proc/sys/net/ipv6/conf/all/disable_ipv6) addresses=$(cat /proc/net/if_inet6 2>/dev/null | wc -l)"',
       ].join('\n'),
       { FROGNANO_PIP_INDEX_URL: index.url },
       [
@@ -117,6 +123,7 @@ describeDocker("setup's registry-only network", () => {
     );
     expect(result.error).toBeUndefined();
     expect(result.setupTail).toContain('frogdep 1.2.3');
+    expect(result.setupTail).toContain('v6 off=1 addresses=0');
     expect(index.requests).toEqual(
       expect.arrayContaining(['/simple/frogdep/', '/files/frogdep-1.2.3-py3-none-any.whl']),
     );
@@ -136,6 +143,40 @@ describeDocker("setup's registry-only network", () => {
     expect(await labelledContainers(runId)).toEqual([]);
   });
 
+  it('is IPv4 only: the network has no IPv6, the setup container turns it off', async () => {
+    const runId = `t-v4-${Date.now()}`;
+    const net = await openSetupNetwork({
+      docker,
+      runId,
+      allow: new AllowList([]),
+      log: pino({ level: 'silent' }),
+      selfContainer: null,
+    });
+    try {
+      expect((await docker.getNetwork(net.name).inspect()).EnableIPv6).toBe(false);
+      const sandbox = await createDockerSandbox({
+        docker,
+        runId,
+        repo: 'v4/only',
+        network: net.name,
+        limits: { memoryBytes: 256 * 1024 * 1024, pidsLimit: 64 },
+      });
+      try {
+        const info = await docker.getContainer(sandbox.containerId).inspect();
+        expect(info.HostConfig.Sysctls).toEqual({ 'net.ipv6.conf.all.disable_ipv6': '1' });
+        const v6 = await sandbox.exec(
+          'cat /proc/sys/net/ipv6/conf/all/disable_ipv6; cat /proc/net/if_inet6 2>/dev/null | wc -l',
+        );
+        expect(v6.stdout.toString()).toBe('1\n0\n');
+      } finally {
+        await sandbox.dispose();
+      }
+    } finally {
+      await net.close();
+    }
+    expect(await networksOf(runId)).toEqual([]);
+  });
+
   it('refuses and counts every other destination, and ends setup at once naming the host', async () => {
     const probe = [
       'import socket, urllib.request',
@@ -153,6 +194,15 @@ describeDocker("setup's registry-only network", () => {
       '    s = socket.socket(); s.settimeout(3)',
       "    try: s.connect((host, port)); print('DIRECT', host, port, 'reached')",
       "    except Exception as e: print('DIRECT', host, port, 'failed', type(e).__name__)",
+      // Left running past setup's failure: it must never reach the host while setup comes down.
+      'if os.fork() == 0:',
+      '    os.setsid()',
+      '    for fd in (0, 1, 2): os.close(fd)',
+      '    while True:',
+      '        s = socket.socket(); s.settimeout(0.01)',
+      `        try: s.connect((gw, ${hostPort}))`,
+      '        except Exception: pass',
+      '        s.close()',
     ].join('\n');
     const { result, runId, chats } = await run(
       'refuse',
@@ -175,6 +225,8 @@ describeDocker("setup's registry-only network", () => {
     expect(tail).toContain('169.254.169.254:80 refused by the setup network (link-local address)');
     expect(tail).toContain(`DIRECT 1.1.1.1 80 failed`);
     expect(tail).toMatch(new RegExp(`DIRECT \\S+ ${hostPort} failed`));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(hostHits).toBe(0);
     const blocked = Object.fromEntries(
       (result.egress?.blocked ?? []).map((b) => [`${b.host}:${b.port}`, [b.count, b.reason]]),
     );

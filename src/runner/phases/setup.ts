@@ -149,7 +149,16 @@ async function bringUpOn(
       makeEnvironment(run, prepared, sandbox, facts, started.egress),
     );
     environment.seconds = Math.round((Date.now() - t0) / 100) / 10;
-    if (made.failure) return { outcome: 'setup_failed', error: made.failure };
+    if (made.failure) {
+      // Off setup's network before the proxy stops and the host firewall lifts (the finally):
+      // anything setup left running reaches nothing meanwhile. Best effort: closing the
+      // network disconnects it first anyway.
+      if (setupNetwork && sandbox.kind === 'docker')
+        await (sandbox as DockerSandbox).disconnectNetwork().catch((error: unknown) => {
+          run.log.warn({ err: errorText(error) }, 'could not cut the failed setup’s network');
+        });
+      return { outcome: 'setup_failed', error: made.failure };
+    }
     collection = made.collection;
     if (started.snapshot && docker && made.keep) {
       const saved = await saveSnapshot(docker, sandbox as DockerSandbox, started.snapshot.key, run);
