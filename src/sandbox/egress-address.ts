@@ -145,11 +145,12 @@ function ipv6Bytes(address: string): number[] | undefined {
   });
 }
 
-/** The IPv4 an IPv4-mapped address is, else the address as given. */
+/** The IPv4 an IPv4-mapped address is, an IPv6 one compressed (as interfaces list them). */
 function canonical(address: string): string {
   const bytes = ipv6Bytes(address);
   if (bytes && bytes.slice(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff)
     return bytes.slice(12).join('.');
+  if (bytes) return new URL(`http://[${address}]/`).hostname.slice(1, -1);
   return address;
 }
 

@@ -50,6 +50,9 @@ describe('refusedAddressReason beyond loopback, link-local and private', () => {
     expect(refusedAddressReason('2002:c633:6409::', new Set(['198.51.100.9']))).toBe(
       'address of this host',
     );
+    expect(refusedAddressReason('2001:DB8:0:0::9', new Set(['2001:db8::9']))).toBe(
+      'address of this host',
+    );
   });
 
   it.each([
