@@ -2,10 +2,16 @@
 // kernel's local-address tables parsed, and against the real engine, the probe container on the
 // host's network stack reports this host's own interface addresses.
 import { networkInterfaces } from 'node:os';
+import type Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
 import { connectDocker } from '../../src/sandbox/docker-engine.js';
 import { DEFAULT_SANDBOX_IMAGE } from '../../src/sandbox/docker-sandbox-options.js';
-import { hostAddresses, parseLocalAddresses } from '../../src/sandbox/engine-host-addresses.js';
+import {
+  engineHostAddresses,
+  forgetEngineHostAddresses,
+  hostAddresses,
+  parseLocalAddresses,
+} from '../../src/sandbox/engine-host-addresses.js';
 import { describeDocker, ensureSandboxImage } from '../support/docker-engine.js';
 
 const FIB_TRIE = `Main:
@@ -40,6 +46,57 @@ describe('parseLocalAddresses', () => {
       '::1',
       'fe80::fc:ff:fe00:1',
     ]);
+  });
+});
+
+/** An engine that answers the probe with `output` and knows one container on one network. */
+function fakeEngine(output: () => string) {
+  const probes: string[] = [];
+  const docker = {
+    createContainer: async (spec: { HostConfig: { NetworkMode: string } }) => {
+      probes.push(spec.HostConfig.NetworkMode);
+      return {
+        start: async () => undefined,
+        wait: async () => ({ StatusCode: 0 }),
+        logs: async () => Buffer.from(output()),
+        remove: async () => undefined,
+      };
+    },
+    getContainer: () => ({
+      inspect: async () => ({ NetworkSettings: { Networks: { bots: { NetworkID: 'n1' } } } }),
+    }),
+    getNetwork: () => ({
+      inspect: async () => ({ IPAM: { Config: [{ Subnet: '198.51.100.0/24' }] } }),
+    }),
+  };
+  return { docker: docker as unknown as Docker, probes };
+}
+
+describe('engineHostAddresses', () => {
+  it("probes on the host network once per process, with the bot container's subnets", async () => {
+    forgetEngineHostAddresses();
+    const { docker, probes } = fakeEngine(() => FIB_TRIE);
+    const first = await engineHostAddresses(docker, 'bot', 'bot-image');
+    expect(first).toEqual({
+      addresses: ['127.0.0.1', '198.51.100.9'],
+      subnets: ['198.51.100.0/24'],
+    });
+    expect(await engineHostAddresses(docker, 'bot', 'bot-image')).toEqual(first);
+    expect(probes).toEqual(['host']);
+  });
+
+  it('fails with the reason when the probe reads nothing, and tries again next time', async () => {
+    forgetEngineHostAddresses();
+    let output = 'cat: /proc/net/fib_trie: Permission denied';
+    const { docker, probes } = fakeEngine(() => output);
+    await expect(engineHostAddresses(docker, 'bot', 'bot-image')).rejects.toThrow(
+      /could not read the engine host's addresses with bot-image/,
+    );
+    output = FIB_TRIE;
+    expect((await engineHostAddresses(docker, 'bot', 'bot-image')).addresses).toContain(
+      '198.51.100.9',
+    );
+    expect(probes).toHaveLength(2);
   });
 });
 
