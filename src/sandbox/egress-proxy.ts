@@ -4,7 +4,9 @@
 // names itself and connects to the very address it checked (no second lookup to rebind), never
 // to the host, link-local or private addresses unless that exact host is allowed. Every refusal
 // is answered at once with a 403 whose status line says what to do (clients fail fast instead
-// of retrying), and counted in the facts.
+// of retrying), and counted in the facts. A setup holds at most so many connections at once
+// (past the cap a 503, counted too), and a tunnel that carries no byte either way for its idle
+// time is cut: a setup must not pin the bot's sockets.
 import { lookup } from 'node:dns/promises';
 import {
   createServer,
@@ -22,6 +24,10 @@ import type { BlockedConnection, EgressFacts } from './egress-facts.js';
 
 /** How long a connection to an allowed destination may take to open. */
 const CONNECT_TIMEOUT_MS = 15_000;
+/** Client connections one proxy holds at once (a package manager opens tens, not hundreds). */
+const MAX_CONNECTIONS = 256;
+/** A tunnel with no byte either way for this long is cut. */
+const IDLE_TIMEOUT_MS = 5 * 60_000;
 
 export interface EgressProxyOptions {
   allow: AllowList;
@@ -31,6 +37,15 @@ export interface EgressProxyOptions {
   log: Logger;
   /** Another resolver than the system's (tests name hosts this machine's DNS does not know). */
   resolve?: (host: string) => Promise<string[]>;
+  /**
+   * When the bot runs in a sibling container: the engine host's own addresses and the subnets
+   * of the bot container's networks, refused like this host's (engine-host-addresses.ts).
+   */
+  engineHost?: { addresses: readonly string[]; subnets: readonly string[] };
+  /** Client connections at once (default 256); past it a 503, counted. */
+  maxConnections?: number;
+  /** A tunnel idle this long either way is cut (default 5 minutes). */
+  idleTimeoutMs?: number;
 }
 
 export interface EgressProxy {
@@ -51,6 +66,7 @@ type Verdict = { address: string } | { refused: string } | { failed: string };
 export async function startEgressProxy(options: EgressProxyOptions): Promise<EgressProxy> {
   const state = new ProxyState(options);
   const server = createServer((req, res) => {
+    if (state.turnedAway(req.socket)) return void res.destroy();
     state.forward(req, res).catch((error: unknown) => {
       options.log.warn({ err: String(error) }, 'egress proxy request failed');
       if (!res.headersSent) res.writeHead(502).end();
@@ -58,14 +74,15 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
     });
   });
   server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (state.turnedAway(req.socket)) return void socket.destroy();
     state.tunnel(req, socket as Socket, head).catch((error: unknown) => {
       options.log.warn({ err: String(error) }, 'egress proxy tunnel failed');
       socket.destroy();
     });
   });
-  server.on('connection', (socket: Socket) => state.track(socket));
   await listen(server, options.host, options.port ?? 0);
   const { port } = server.address() as AddressInfo;
+  server.on('connection', (socket: Socket) => state.admit(socket, port));
   const shown = options.host.includes(':') ? `[${options.host}]` : options.host;
   let closing: Promise<void> | undefined;
   return {
@@ -90,15 +107,47 @@ function listen(server: Server, host: string, port: number): Promise<void> {
 class ProxyState {
   private readonly blocked = new Map<string, BlockedConnection>();
   private readonly sockets = new Set<Socket>();
-  private readonly hostAddresses = ownAddresses();
+  private readonly hostAddresses: ReadonlySet<string>;
+  private readonly hostSubnets: readonly string[];
+  private clients = 0;
+  /** Connections past the cap: the HTTP parser may still read a request from one. */
+  private readonly turned = new WeakSet<Socket>();
 
-  constructor(private readonly options: EgressProxyOptions) {}
+  constructor(private readonly options: EgressProxyOptions) {
+    this.hostAddresses = new Set([
+      ...ownAddresses(),
+      ...(options.engineHost?.addresses ?? []).map((a) => a.toLowerCase()),
+    ]);
+    this.hostSubnets = options.engineHost?.subnets ?? [];
+  }
+
+  /** A client's connection: tracked, or past the cap answered with a 503 and counted. */
+  admit(socket: Socket, proxyPort: number): void {
+    const cap = this.options.maxConnections ?? MAX_CONNECTIONS;
+    if (this.clients >= cap) {
+      this.record('*', proxyPort, 'too many connections');
+      this.options.log.warn({ cap }, 'egress proxy refused a connection past its cap');
+      this.turned.add(socket);
+      socket.on('error', () => undefined);
+      socket.end(
+        statusLine(503, `too many connections through the setup network (at most ${cap} at once)`),
+      );
+      return;
+    }
+    this.clients++;
+    socket.once('close', () => this.clients--);
+    this.track(socket);
+  }
 
   track(socket: Socket): void {
     // A kept-alive upstream socket serves many requests: one listener for all of them.
     if (this.sockets.has(socket)) return;
     this.sockets.add(socket);
     socket.once('close', () => this.sockets.delete(socket));
+  }
+
+  turnedAway(socket: Socket): boolean {
+    return this.turned.has(socket);
   }
 
   facts(): EgressFacts {
@@ -128,6 +177,15 @@ class ProxyState {
     upstream.once('connect', () => {
       connected = true;
       upstream.setTimeout(0);
+      // Bytes either way pass through the client's socket: its idle time is the tunnel's.
+      client.setTimeout(this.options.idleTimeoutMs ?? IDLE_TIMEOUT_MS, () => {
+        this.options.log.info(
+          { host: target.host, port: target.port },
+          'egress proxy cut an idle tunnel',
+        );
+        client.destroy();
+        upstream.destroy();
+      });
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
       upstream.pipe(client);
@@ -198,7 +256,7 @@ class ProxyState {
     if (!allow.allowsExactly(host, port)) {
       // One bad address refuses the name: a client could be steered to any of them.
       for (const address of addresses) {
-        const reason = refusedAddressReason(address, this.hostAddresses);
+        const reason = refusedAddressReason(address, this.hostAddresses, this.hostSubnets);
         if (reason) return this.refuse(host, port, reason);
       }
     }
@@ -207,12 +265,16 @@ class ProxyState {
   }
 
   private refuse(host: string, port: number, reason: string): Verdict {
+    this.record(host, port, reason);
+    this.options.log.info({ host, port, reason }, 'setup network refused a connection');
+    return { refused: reason };
+  }
+
+  private record(host: string, port: number, reason: string): void {
     const key = `${host}\n${port}\n${reason}`;
     const entry = this.blocked.get(key) ?? { host, port, count: 0, reason };
     entry.count++;
     this.blocked.set(key, entry);
-    this.options.log.info({ host, port, reason }, 'setup network refused a connection');
-    return { refused: reason };
   }
 
   async closeAll(server: Server): Promise<void> {

@@ -20,6 +20,7 @@ import { LABEL_RUN } from './docker-sandbox-options.js';
 import type { AllowList } from './egress-allow.js';
 import { startEgressProxy, type EgressProxy } from './egress-proxy.js';
 import { errorText } from './engine-error-text.js';
+import { engineHostAddresses } from './engine-host-addresses.js';
 import { ownerLabels, type SandboxOwner } from './owner.js';
 import { startSetupRelay } from './setup-relay.js';
 
@@ -115,7 +116,14 @@ export async function openSetupNetwork(options: SetupNetworkOptions): Promise<Se
     } else {
       host = await gatewayOf(network);
     }
-    const proxy = await startEgressProxy({ allow: options.allow, host, log });
+    // As a sibling the bot's interfaces are its container's: the engine host's are learned.
+    const engineHost = self ? await engineHostAddresses(docker, selfId!, self.image) : undefined;
+    const proxy = await startEgressProxy({
+      allow: options.allow,
+      host,
+      log,
+      ...(engineHost ? { engineHost } : {}),
+    });
     undo.push(() => proxy.close());
     let proxyUrl = proxy.url;
     let firewalled: boolean;

@@ -1,9 +1,14 @@
 import { createServer, request, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { log } from '../../src/log.js';
 import { AllowList } from '../../src/sandbox/egress-allow.js';
-import { startEgressProxy, type EgressProxy } from '../../src/sandbox/egress-proxy.js';
+import {
+  startEgressProxy,
+  type EgressProxy,
+  type EgressProxyOptions,
+} from '../../src/sandbox/egress-proxy.js';
 
 /** Sends a raw request to the proxy, then `after` through the tunnel; everything it got back. */
 function rawProxy(proxy: EgressProxy, head: string, after = ''): Promise<string> {
@@ -45,12 +50,17 @@ describe('the egress proxy', () => {
   let upstream: Server;
   let port: number;
   const proxies: EgressProxy[] = [];
-  const start = async (allow: AllowList, resolve?: (host: string) => Promise<string[]>) => {
+  const start = async (
+    allow: AllowList,
+    resolve?: (host: string) => Promise<string[]>,
+    more: Partial<EgressProxyOptions> = {},
+  ) => {
     const proxy = await startEgressProxy({
       allow,
       host: '127.0.0.1',
       log,
       ...(resolve ? { resolve } : {}),
+      ...more,
     });
     proxies.push(proxy);
     return proxy;
@@ -167,5 +177,86 @@ describe('the egress proxy', () => {
     await new Promise((r) => setTimeout(r, 100));
     await proxy.close();
     expect(await closed).toMatch(/^HTTP\/1.1 200/);
+  });
+
+  it("refuses the engine host's addresses and the bot's networks to a repository's entry", async () => {
+    const names: Record<string, string> = {
+      'engine.test': '198.51.100.9',
+      'botnet.test': '198.51.100.77',
+      'v6engine.test': '64:ff9b::198.51.100.9',
+    };
+    const proxy = await start(
+      new AllowList(
+        [],
+        ['engine.test:22', 'botnet.test:80', 'v6engine.test:22', '198.51.100.9:22'],
+      ),
+      async (host) => [names[host]!],
+      { engineHost: { addresses: ['198.51.100.9'], subnets: ['198.51.100.0/24'] } },
+    );
+    for (const target of ['engine.test:22', 'v6engine.test:22', '198.51.100.9:22'])
+      expect((await rawProxy(proxy, `CONNECT ${target} HTTP/1.1\r\n\r\n`)).split('\r\n')[0]).toBe(
+        `HTTP/1.1 403 ${target} refused by the setup network (address of this host); add it to network_allow`,
+      );
+    const net = await rawProxy(proxy, 'CONNECT botnet.test:80 HTTP/1.1\r\n\r\n');
+    expect(net.split('\r\n')[0]).toContain("(address of the bot's network)");
+  });
+
+  it("lets an operator's exact host reach an engine host address", async () => {
+    const local = Object.values(networkInterfaces())
+      .flat()
+      .find((info) => info && info.family === 'IPv4' && !info.internal)?.address;
+    if (!local) return;
+    const wide = createServer((_req, res) => res.end('engine host service'));
+    await new Promise<void>((r) => wide.listen(0, '0.0.0.0', r));
+    const widePort = (wide.address() as AddressInfo).port;
+    try {
+      const proxy = await start(new AllowList([`${local}:${widePort}`]), undefined, {
+        engineHost: { addresses: [local], subnets: [`${local}/32`] },
+      });
+      const got = await viaProxy(proxy, `http://${local}:${widePort}/`);
+      expect(got.text).toContain('engine host service');
+      const repo = await start(new AllowList([], [`${local}:${widePort}`]), undefined, {
+        engineHost: { addresses: [local], subnets: [] },
+      });
+      expect((await viaProxy(repo, `http://${local}:${widePort}/`)).status).toBe(403);
+    } finally {
+      wide.close();
+    }
+  });
+
+  it('answers connections past its cap with a 503 and counts them', async () => {
+    const proxy = await start(new AllowList([`127.0.0.1:${port}`]), undefined, {
+      maxConnections: 2,
+    });
+    const open = [0, 1].map(() => connect({ host: '127.0.0.1', port: proxy.port }));
+    await Promise.all(open.map((s) => new Promise((r) => s.once('connect', r))));
+    await new Promise((r) => setTimeout(r, 50));
+    const third = await rawProxy(proxy, `CONNECT 127.0.0.1:${port} HTTP/1.1\r\n\r\n`);
+    expect(third.split('\r\n')[0]).toBe(
+      'HTTP/1.1 503 too many connections through the setup network (at most 2 at once)',
+    );
+    expect(proxy.refusals()).toBe(1);
+    expect(proxy.facts().blocked).toEqual([
+      { host: '*', port: proxy.port, count: 1, reason: 'too many connections' },
+    ]);
+    for (const socket of open) socket.destroy();
+    await new Promise((r) => setTimeout(r, 50));
+    const again = await rawProxy(
+      proxy,
+      `CONNECT 127.0.0.1:${port} HTTP/1.1\r\n\r\n`,
+      'GET /after HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+    );
+    expect(again).toContain('upstream saw GET /after');
+  });
+
+  it('cuts a tunnel that carries no bytes either way for its idle time', async () => {
+    const proxy = await start(new AllowList([`127.0.0.1:${port}`]), undefined, {
+      idleTimeoutMs: 300,
+    });
+    const started = Date.now();
+    const got = await rawProxy(proxy, `CONNECT 127.0.0.1:${port} HTTP/1.1\r\n\r\n`);
+    expect(got).toMatch(/^HTTP\/1.1 200/);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    expect(Date.now() - started).toBeLessThan(5_000);
   });
 });

@@ -190,7 +190,12 @@ export function diagnoseSetupFailure(
     (b) => b.count > (earlier.get(`${b.host}:${b.port}:${b.reason}`) ?? 0),
   );
   for (const b of refused.slice(0, 3))
-    reasons.push(`${b.host}:${b.port} refused by the setup network; add it to network_allow`);
+    reasons.push(
+      // The proxy's connection cap (egress-proxy.ts) names no destination: nothing to allow.
+      b.reason === 'too many connections'
+        ? 'too many connections through the setup network at once; open fewer in parallel'
+        : `${b.host}:${b.port} refused by the setup network; add it to network_allow`,
+    );
   if (CERT_FAILURE.test(output)) {
     const host =
       /host='([^']+)'/.exec(output)?.[1] ??

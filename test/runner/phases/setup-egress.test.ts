@@ -14,6 +14,13 @@ describe("naming why setup's network failed a command", () => {
     expect(diagnoseSetupFailure('', after, after)).toBeUndefined();
   });
 
+  it('names connections past the proxy cap as too many, not as a host to allow', () => {
+    const after = [{ host: '*', port: 41000, count: 3, reason: 'too many connections' }];
+    expect(diagnoseSetupFailure('', [], after)).toBe(
+      'too many connections through the setup network at once; open fewer in parallel',
+    );
+  });
+
   it.each([
     [
       "HTTPSConnectionPool(host='pypi.org', port=443): Max retries exceeded (Caused by SSLError(SSLCertVerificationError(1, '[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed certificate in certificate chain')))",
