@@ -25,6 +25,7 @@ import { DEFAULT_SNAPSHOT_CAP, evictSnapshots } from './snapshot-cache.js';
 import { RUN_MARKER } from './run-marker.js';
 import { LABEL_SETUP_NETWORK } from './setup-network.js';
 import { reapSetupFirewall } from './reap-setup-firewall.js';
+import { reapRuntimeTests } from './sandbox-runtime.js';
 
 export interface ReapOptions {
   /**
@@ -109,6 +110,8 @@ export async function reap(docker: Docker | undefined, options: ReapOptions): Pr
     // its network only when its process was killed).
     const rules = await reapSetupFirewall(docker, options.log);
     if (rules > 0) result.firewallRules = rules;
+    // Test starts of the runtime check that a killed process left (they have no owner).
+    await reapRuntimeTests(docker, { log: options.log });
     const removed = await evictSnapshots(docker, {
       keep: options.snapshotCap ?? DEFAULT_SNAPSHOT_CAP,
     });

@@ -25,6 +25,10 @@ const TEST_COMMAND =
   'python3 -c pass || exit 90; ls -l / >/dev/null && stat -c %s / >/dev/null || exit 91';
 const TOOLS_BROKEN = 91;
 const TEST_TIMEOUT_MS = 60_000;
+/** Marks a test start's container (removed as soon as it ends; the reaper removes orphans). */
+export const RUNTIME_TEST_LABEL = 'frognano.runtime-test';
+/** A test start ends within TEST_TIMEOUT_MS; one whose container is older was left by a kill. */
+const ORPHAN_AGE_MS = 10 * 60_000;
 
 /** One answer per engine, wish and image: a test start costs a container. */
 const chosen = new Map<string, Promise<SandboxRuntime>>();
@@ -104,7 +108,7 @@ async function testStart(docker: Docker, runtime: string, image: string): Promis
       Entrypoint: [],
       Cmd: ['sh', '-c', `${TEST_COMMAND} 2>&1`],
       User: SANDBOX_USER,
-      Labels: { 'frognano.runtime-test': '1' },
+      Labels: { [RUNTIME_TEST_LABEL]: '1' },
       HostConfig: {
         Runtime: runtime,
         NetworkMode: 'none',
@@ -150,4 +154,33 @@ function demux(raw: Buffer): string {
     at += 8 + size;
   }
   return Buffer.concat(parts).toString('utf8');
+}
+
+/**
+ * Removes test starts' containers that a killed process left (they carry no owner: any
+ * instance's, once older than any live test start can be). Returns how many went.
+ */
+export async function reapRuntimeTests(
+  docker: Docker,
+  options: { olderThanMs?: number; log?: Logger } = {},
+): Promise<number> {
+  const cutoff = Date.now() - (options.olderThanMs ?? ORPHAN_AGE_MS);
+  const containers = await docker.listContainers({
+    all: true,
+    filters: JSON.stringify({ label: [RUNTIME_TEST_LABEL] }),
+  });
+  let removed = 0;
+  for (const info of containers) {
+    if (info.Created * 1000 > cutoff) continue;
+    try {
+      await docker.getContainer(info.Id).remove({ force: true, v: true });
+      removed++;
+      options.log?.info({ container: info.Id.slice(0, 12) }, 'reaped runtime test container');
+    } catch (error) {
+      // Already gone, or being removed by another reaper: fine.
+      const status = (error as { statusCode?: number }).statusCode;
+      if (status !== 404 && status !== 409) throw error;
+    }
+  }
+  return removed;
 }

@@ -5,7 +5,11 @@ import { execFileSync } from 'node:child_process';
 import { expect } from 'vitest';
 import { connectDocker } from '../../src/sandbox/docker-engine.js';
 import { DEFAULT_SANDBOX_IMAGE } from '../../src/sandbox/docker-sandbox.js';
-import { chooseSandboxRuntime } from '../../src/sandbox/sandbox-runtime.js';
+import {
+  chooseSandboxRuntime,
+  reapRuntimeTests,
+  RUNTIME_TEST_LABEL,
+} from '../../src/sandbox/sandbox-runtime.js';
 import { describeDocker, ensureSandboxImage, itDocker } from '../support/docker-engine.js';
 
 const docker = connectDocker();
@@ -65,6 +69,7 @@ describeDocker('chooseSandboxRuntime', () => {
     'picks gVisor only when the engine offers it and the shell works under it, and says why',
     async () => {
       await ensureSandboxImage();
+      const started = Date.now();
       const chosen = await chooseSandboxRuntime(docker, { wanted: undefined, image });
       if (!(await offered()).includes('runsc')) {
         expect(chosen).toEqual({
@@ -92,12 +97,13 @@ describeDocker('chooseSandboxRuntime', () => {
       expect(named.reason).toMatch(
         /^FROGNANO_SANDBOX_RUNTIME=runsc(, although | and a test start)/,
       );
-      // The test starts leave nothing behind.
+      // The test starts leave nothing behind (another process's killed test start may be left;
+      // the reaper's, below).
       const left = await docker.listContainers({
         all: true,
-        filters: JSON.stringify({ label: ['frognano.runtime-test'] }),
+        filters: JSON.stringify({ label: [RUNTIME_TEST_LABEL] }),
       });
-      expect(left).toEqual([]);
+      expect(left.filter((c) => c.Created * 1000 >= started - 1000)).toEqual([]);
     },
     240_000,
   );
@@ -118,4 +124,30 @@ describeDocker('chooseSandboxRuntime', () => {
       /^FROGNANO_SANDBOX_RUNTIME=runsc: a test start of frognano-test\/no-such-image:none under it failed \(.+\); fix the runtime or unset the variable$/,
     );
   });
+
+  itDocker(
+    'the reaper removes a test start a killed process left, once it is old enough to be an orphan',
+    async () => {
+      await ensureSandboxImage();
+      // What a process killed mid test start leaves: an exited container with the label.
+      const orphan = await docker.createContainer({
+        Image: image,
+        Entrypoint: [],
+        Cmd: ['true'],
+        Labels: { [RUNTIME_TEST_LABEL]: '1' },
+        HostConfig: { NetworkMode: 'none' },
+      });
+      try {
+        await orphan.start();
+        await orphan.wait();
+        // Young: it may be a live process's test start between its exit and its removal.
+        expect(await reapRuntimeTests(docker, { olderThanMs: 600_000 })).toBe(0);
+        expect((await orphan.inspect()).Id).toBe(orphan.id);
+        expect(await reapRuntimeTests(docker, { olderThanMs: 0 })).toBeGreaterThanOrEqual(1);
+        await expect(orphan.inspect()).rejects.toMatchObject({ statusCode: 404 });
+      } finally {
+        await orphan.remove({ force: true }).catch(() => undefined);
+      }
+    },
+  );
 });
