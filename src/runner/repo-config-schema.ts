@@ -114,7 +114,7 @@ export const RepoConfig = z
       .optional()
       .meta({
         description:
-          'Hosts setup may reach besides the package registries in `network: registries` mode: host (ports 80 and 443), host:port, or *.suffix. Never a loopback, link-local or private address.',
+          'Hosts setup may reach besides the package registries in `network: registries` mode: host (ports 80 and 443), host:port, or *.suffix. Never a loopback, link-local, private, shared (100.64.0.0/10) or other non-public address, nor an address of the host the bot runs on (docs/configuration.md lists them).',
       }),
     instructions: z
       .string({ error: 'must be text' })
